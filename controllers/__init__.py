@@ -1,0 +1,1 @@
+"""SDN controller apps (os-ken, the maintained fork of Ryu)."""

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# One-step setup for the testbed on Debian 12 / Ubuntu, as root. Idempotent: a second run is quick.
+#   sudo ./setup.sh          install and start what the testbed needs
+#   sudo ./setup.sh run ...  then run a scenario (default: the default scenario)
+#   sudo ./setup.sh test ... then run the test suite (extra words go to pytest)
+set -euo pipefail
+cd "$(dirname "$0")"
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "setup.sh needs root: run it as 'sudo ./setup.sh $*'" >&2
+  exit 1
+fi
+
+DEBS="mininet openvswitch-switch iperf3 libiperf0 ethtool iproute2 iputils-ping python3-venv"
+missing=""
+for p in $DEBS; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+  echo "== installing Debian packages:$missing"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q
+  apt-get install -y -q --no-install-recommends $missing
+fi
+
+# Open vSwitch: nothing starts it on a machine without systemd, and a stopped one must be started.
+if ! ovs-vsctl --timeout=3 show >/dev/null 2>&1; then
+  echo "== starting Open vSwitch"
+  if command -v systemctl >/dev/null 2>&1 && systemctl is-system-running >/dev/null 2>&1; then
+    systemctl start openvswitch-switch
+  else
+    /usr/share/openvswitch/scripts/ovs-ctl start --system-id=random 2>&1 | grep -v ulimit || true
+  fi
+  ovs-vsctl --timeout=10 show >/dev/null
+fi
+
+# The venv is made from Debian's python3 so that it sees Debian's Mininet (and mnexec).
+if [ ! -x .venv/bin/python ]; then
+  echo "== creating .venv"
+  /usr/bin/python3 -m venv --system-site-packages .venv
+fi
+if ! cmp -s requirements.txt .venv/.requirements.installed; then
+  echo "== installing Python packages"
+  .venv/bin/pip install -q --disable-pip-version-check -r requirements.txt
+  cp requirements.txt .venv/.requirements.installed
+fi
+
+action="${1:-}"
+[ $# -gt 0 ] && shift
+case "$action" in
+  "") echo "ready: sudo .venv/bin/python run_scenario.py --list" ;;
+  run) exec .venv/bin/python run_scenario.py "$@" ;;
+  test) exec .venv/bin/python -m pytest "$@" ;;
+  *) echo "unknown action '$action': use 'run' or 'test'" >&2; exit 2 ;;
+esac

@@ -1,0 +1,200 @@
+"""A Topology brought to life: Mininet hosts, Open vSwitch switches, shaped links, installed routes.
+
+    with Emulation(topo, routes, run_dir) as emu:
+        emu.host("h0").cmd("ping -c1 10.0.0.2")
+
+Whatever happens inside the block (an exception, Ctrl-C, SIGTERM), everything the run created is
+removed on the way out; what a killed run leaves is found and removed by ``runstate``.
+"""
+import re
+import signal
+import subprocess
+import time
+
+from mininet.link import Link
+from mininet.log import setLogLevel
+from mininet.net import Mininet
+from mininet.node import Host, OVSSwitch
+
+from testbed import preflight, runstate, shaping
+from testbed.controller import Controller
+from testbed.errors import TestbedError
+from testbed.routing import flow_rules
+
+# MTU 9000 halves ovs-vswitchd's per-byte work in the userspace datapath: see bench/ and README.
+DEFAULT_MTU = 9000
+IP_BASE = "10.0.0.0/16"
+
+
+class ControllerAddress:
+    """Where the switches find the controller. Not a Mininet controller node: RemoteController
+    probes the port with telnet, which can hang once os-ken listens, and brings a shell of its own."""
+    name, protocol = "c0", "tcp"
+
+    def __init__(self, ip, port):
+        self.ip, self.port = ip, port
+
+    def IP(self):
+        return self.ip
+
+
+class RecordedShell:
+    """A Mininet node whose shell pid is on the run record from the moment it exists."""
+
+    def __init__(self, name, record=None, **params):
+        self.record = record
+        super().__init__(name, **params)
+
+    def startShell(self, mnopts=None):
+        super().startShell(mnopts)
+        self.record.add(pids=[self.pid])
+
+
+class TestbedHost(RecordedShell, Host):
+    pass
+
+
+class TestbedSwitch(RecordedShell, OVSSwitch):
+    """An OVS bridge tagged with the run that made it, in the same transaction that creates it."""
+
+    def __init__(self, name, controller=None, **params):
+        self.controller = controller
+        super().__init__(name, **params)
+
+    @classmethod
+    def setup(cls):
+        """Mininet's check gives ovs-vsctl 1 s and exits the process; preflight checks OVS instead."""
+        version = subprocess.run(["ovs-vsctl", "--version"], capture_output=True, text=True).stdout
+        cls.OVSVersion = re.findall(r"\d+\.\d+", version)[0]
+
+    def bridgeOpts(self):
+        return super().bridgeOpts() + f" external_ids:{runstate.TAG}={self.record.run_id}"
+
+    def start(self, controllers):
+        super().start([self.controller])
+
+
+def _raise_exit(signum, _frame):
+    raise SystemExit(128 + signum)
+
+
+class Emulation:
+    def __init__(self, topo, routes, run_dir, mtu=DEFAULT_MTU, log=print):
+        self.topo, self.routes, self.run_dir, self.mtu, self.log = topo, routes, run_dir, mtu, log
+        self.net = self.controller = self.record = None
+        self.datapath = None
+        self._old_handlers = {}
+
+    # --- lifecycle ------------------------------------------------------------------------
+    def __enter__(self):
+        self.datapath = preflight.require_emulation(self.topo, self.mtu)
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            self._old_handlers[sig] = signal.signal(sig, _raise_exit)
+        try:
+            self._start()
+        except BaseException:
+            self._teardown()
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        self._teardown()
+
+    def _start(self):
+        topo, started = self.topo, time.monotonic()
+        self.record = runstate.RunRecord.create()
+        self.record.add(bridges=list(topo.switches),
+                        interfaces=[f"{link.a}-eth{link.a_port}" for link in topo.links
+                                    if link.a in topo.switches] +
+                                   [f"{link.b}-eth{link.b_port}" for link in topo.links
+                                    if link.b in topo.switches])
+        self.controller = Controller(flow_rules(topo, self.routes), self.run_dir)
+        self.record.add(pids=[self.controller.start()])
+
+        setLogLevel("warning")
+        self.log(f"building {topo.describe()} (OVS {self.datapath}space datapath, MTU {self.mtu})")
+        net = self.net = Mininet(topo=None, build=False, controller=None, ipBase=IP_BASE,
+                                 autoSetMacs=False, waitConnected=False)
+        address = ControllerAddress(self.controller_ip, self.controller.port)
+        for s in topo.switches.values():
+            net.addSwitch(s.name, cls=TestbedSwitch, record=self.record, controller=address,
+                          dpid="%016x" % s.dpid,
+                          datapath=self.datapath, protocols="OpenFlow13", failMode="secure")
+        for h in topo.hosts.values():
+            net.addHost(h.name, cls=TestbedHost, record=self.record, ip=None)
+        for link in topo.links:
+            net.addLink(link.a, link.b, port1=link.a_port, port2=link.b_port, cls=Link,
+                        **self._address_params(link.a, link.a_port, "1"),
+                        **self._address_params(link.b, link.b_port, "2"))
+        try:
+            net.build()
+            self._configure_hosts()
+            self._shape_switch_ports()
+            net.start()
+        except SystemExit:  # Mininet reports errors with exit(1)
+            raise TestbedError("Mininet gave up building the network (its message is above)") from None
+        waited = self.controller.wait_ready({s.name: s.dpid for s in topo.switches.values()})
+        self.log(f"fabric up in {time.monotonic() - started:.1f} s "
+                 f"(controller installed {sum(len(r) for r in self.controller.rules.values())} "
+                 f"rules in {waited:.1f} s)")
+
+    controller_ip = "127.0.0.1"
+
+    def _address_params(self, node, port, side):
+        if node not in self.topo.hosts:
+            return {}
+        nic = self.topo.hosts[node].ports[port]
+        return {f"addr{side}": nic.mac, f"params{side}": {"ip": f"{nic.ip}/24"}}
+
+    def _configure_hosts(self):
+        for h in self.topo.hosts.values():
+            node = self.net.get(h.name)
+            # TCP through the userspace datapath hangs with TX checksum offload on (Mininet #653);
+            # segmentation offloads off too, so HTB shapes real frames.
+            node.cmd("sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1; " +
+                     "; ".join(f"ethtool -K {nic.intf} tx off tso off gso off" for nic in h.ports))
+            with shaping.netlink(node.pid) as ipr:
+                for nic in h.ports:
+                    shaping.shape(ipr, nic.intf, self.topo.rate, self.topo.queue, self.mtu)
+                    shaping.static_neighbours(ipr, nic.intf, [
+                        (peer.ip, peer.mac) for peer in self.topo.nic_ports()
+                        if peer.port == nic.port and peer.host != h.name])
+
+    def _shape_switch_ports(self):
+        with shaping.netlink() as ipr:
+            for link in self.topo.links:
+                for node, port in ((link.a, link.a_port), (link.b, link.b_port)):
+                    if node in self.topo.switches:
+                        intf = f"{node}-eth{port}"
+                        with open(f"/proc/sys/net/ipv6/conf/{intf}/disable_ipv6", "w") as f:
+                            f.write("1")
+                        shaping.shape(ipr, intf, link.rate, link.queue, self.mtu)
+
+    def _teardown(self):
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)   # a second Ctrl-C must not stop cleanup
+        try:
+            # Not net.stop(): it talks to each node's shell, and hangs on a half-built network.
+            # terminate() only signals the shell and closes its ptys; the sweep removes the rest.
+            for node in (self.net.hosts + self.net.switches) if self.net else []:
+                try:
+                    node.terminate()
+                except Exception:
+                    pass
+            if self.controller is not None:
+                self.controller.stop()
+            if self.record is not None:
+                self.record.sweep()
+        finally:
+            signal.signal(signal.SIGINT, previous)
+            for sig, handler in self._old_handlers.items():
+                signal.signal(sig, handler)
+
+    # --- use --------------------------------------------------------------------------------
+    def host(self, name):
+        return self.net.get(name)
+
+    def popen(self, host, args, **kwargs):
+        """A process inside host's namespace, on the run record so a crash cannot orphan it."""
+        proc = self.host(host).popen(args, **kwargs)
+        self.record.add(pids=[proc.pid])
+        return proc

@@ -1,0 +1,89 @@
+"""Link shaping and neighbour tables over netlink (pyroute2), in any network namespace.
+
+Each end of a link gets, on egress: HTB root 1: -> class 1:10 at the link rate -> pfifo 10: with the
+link's queue limit in packets. Shaping both ends shapes both directions.
+"""
+import ctypes
+import os
+from contextlib import contextmanager
+
+from pyroute2 import IPRoute
+
+HTB_ROOT, HTB_CLASS, FIFO = 0x10000, 0x10010, 0x100000
+NUD_PERMANENT = 0x80
+ETH_HEADER = 14
+
+
+CLONE_NEWNET = 0x40000000
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _setns(fd):
+    if _libc.setns(fd, CLONE_NEWNET) != 0:
+        raise OSError(ctypes.get_errno(), "setns failed")
+
+
+def _ipr_in_namespace(pid):
+    """An IPRoute whose netlink socket lives in pid's network namespace. The socket is opened by
+    this thread inside that namespace and keeps it afterwards (pyroute2's own netns= forks a
+    child to do this, which hung here under pytest)."""
+    home = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
+    target = os.open(f"/proc/{pid}/ns/net", os.O_RDONLY)
+    try:
+        _setns(target)
+        try:
+            return IPRoute()
+        finally:
+            _setns(home)
+    finally:
+        os.close(target)
+        os.close(home)
+
+
+@contextmanager
+def netlink(pid=None):
+    """An IPRoute in the namespace of process pid (None: this process's namespace)."""
+    ipr = _ipr_in_namespace(pid) if pid else IPRoute()
+    try:
+        yield ipr
+    finally:
+        ipr.close()
+
+
+def index_of(ipr, ifname):
+    found = ipr.link_lookup(ifname=ifname)
+    if not found:
+        raise LookupError(f"no interface {ifname}")
+    return found[0]
+
+
+def shape(ipr, ifname, rate_mbit, queue_packets, mtu):
+    """Set the MTU and an HTB rate limit with a bounded FIFO on ifname's egress."""
+    index = index_of(ipr, ifname)
+    ipr.link("set", index=index, mtu=mtu)
+    frame = mtu + ETH_HEADER
+    ipr.tc("add", "htb", index, HTB_ROOT, default=HTB_CLASS & 0xFFFF)
+    # quantum and burst are set so that HTB neither warns nor splits a full-size frame
+    ipr.tc("add-class", "htb", index, HTB_CLASS, parent=HTB_ROOT, rate=f"{round(rate_mbit * 1000)}kbit",
+           ceil=f"{round(rate_mbit * 1000)}kbit", burst=2 * frame, cburst=2 * frame, quantum=frame, mtu=frame)
+    ipr.tc("add", "pfifo", index, FIFO, parent=HTB_CLASS, limit=queue_packets)
+
+
+def queue_stats(ipr, ifname):
+    """The egress FIFO's counters: qlen (packets), backlog (bytes), drops, sent bytes/packets."""
+    index = index_of(ipr, ifname)
+    for msg in ipr.get_qdiscs(index=index):
+        if msg["handle"] == FIFO:
+            stats = msg.get_attr("TCA_STATS2")
+            queue = dict(stats.get_attr("TCA_STATS_QUEUE"))
+            basic = dict(stats.get_attr("TCA_STATS_BASIC"))
+            return {"qlen": queue["qlen"], "backlog": queue["backlog"], "drops": queue["drops"],
+                    "bytes": basic["bytes"], "packets": basic["packets"]}
+    raise LookupError(f"{ifname} is not shaped")
+
+
+def static_neighbours(ipr, ifname, neighbours):
+    """Permanent ARP entries: neighbours is [(ip, mac)] reachable on ifname."""
+    index = index_of(ipr, ifname)
+    for ip, mac in neighbours:
+        ipr.neigh("replace", dst=ip, lladdr=mac, ifindex=index, state=NUD_PERMANENT)

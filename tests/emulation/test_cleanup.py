@@ -1,0 +1,97 @@
+"""Nothing is left behind: after a normal exit, an exception, SIGINT, or a crash and --cleanup."""
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from testbed import runstate
+from testbed.emulation import Emulation
+from testbed.errors import TestbedError
+from testbed.routing import deterministic_routes
+from testbed.topologies import BiGraph
+
+from tests.emulation.machine import add_stray_bridge, alive, leftovers
+
+PROJECT = Path(__file__).resolve().parents[2]
+
+
+def small():
+    topo = BiGraph(1, 4)
+    return topo, deterministic_routes(topo)
+
+
+def test_exception_inside_context_leaves_nothing(run_dir, clean_machine):
+    topo, routes = small()
+    with pytest.raises(RuntimeError, match="boom"):
+        with Emulation(topo, routes, run_dir, log=lambda m: None) as emu:
+            pids = emu.record.data["processes"]
+            assert leftovers() != []
+            raise RuntimeError("boom")
+    assert alive(pids) == []
+
+
+def test_leftovers_refuse_start_and_cleanup_removes_only_ours(run_dir, clean_machine):
+    subprocess.run(["ovs-vsctl", "--may-exist", "add-br", "userbr0", "--", "set", "bridge", "userbr0",
+                    "datapath_type=netdev"], check=True)
+    try:
+        add_stray_bridge("tb1")
+        topo, routes = small()
+        with pytest.raises(TestbedError, match=r"left OVS bridges tb1: run .*--cleanup"):
+            with Emulation(topo, routes, run_dir, log=lambda m: None):
+                pass
+        out = subprocess.run([sys.executable, "run_scenario.py", "--cleanup"], cwd=PROJECT,
+                             capture_output=True, text=True, check=True).stdout
+        assert "tb1" in out
+        bridges = subprocess.run(["ovs-vsctl", "list-br"], capture_output=True, text=True).stdout.split()
+        assert "userbr0" in bridges and "tb1" not in bridges
+    finally:
+        subprocess.run(["ovs-vsctl", "--if-exists", "del-br", "userbr0"])
+
+
+def _start_scenario(results):
+    return subprocess.Popen([sys.executable, "run_scenario.py", "fabric_check", "--topology", "bigraph:1,4",
+                             "--duration", "30", "--results", str(results)],
+                            cwd=PROJECT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def _wait_for(proc, text, timeout=90):
+    deadline, seen = time.monotonic() + timeout, ""
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        seen += line
+        if text in line:
+            return seen
+        if not line and proc.poll() is not None:
+            break
+    pytest.fail(f"never saw {text!r}:\n{seen}")
+
+
+def test_ctrl_c_mid_run_leaves_nothing(run_dir, clean_machine):
+    proc = _start_scenario(run_dir)
+    _wait_for(proc, "fabric up")
+    time.sleep(3)   # inside the iperf3 flows
+    records = [runstate.RunRecord.load(p) for p in runstate.STATE_DIR.glob("*.json")]
+    proc.send_signal(signal.SIGINT)
+    out = proc.communicate(timeout=60)[0]
+    assert proc.returncode == 130, out
+    assert "interrupted" in out
+    assert alive([p for r in records for p in r.data["processes"]]) == []
+
+
+def test_killed_run_is_swept_by_cleanup(run_dir, clean_machine):
+    proc = _start_scenario(run_dir)
+    _wait_for(proc, "fabric up")
+    records = [runstate.RunRecord.load(p) for p in runstate.STATE_DIR.glob("*.json")]
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert leftovers() != []
+    out = subprocess.run([sys.executable, "run_scenario.py", "fabric_check", "--topology", "bigraph:1,4",
+                          "--results", str(run_dir)], cwd=PROJECT, capture_output=True, text=True)
+    assert out.returncode == 2 and "--cleanup" in out.stderr
+    subprocess.run([sys.executable, "run_scenario.py", "--cleanup"], cwd=PROJECT, check=True,
+                   capture_output=True)
+    assert alive([p for r in records for p in r.data["processes"]]) == []

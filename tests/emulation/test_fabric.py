@@ -1,0 +1,33 @@
+"""Real packets through Mininet + Open vSwitch + the os-ken controller."""
+import pytest
+
+from testbed.emulation import Emulation
+from testbed.fidelity import longest_route, reachability, run_flows, spread_pairs
+from testbed.routing import deterministic_routes
+from testbed.topologies import BiGraph
+
+
+@pytest.fixture(scope="module")
+def bigraph(tmp_path_factory):
+    topo = BiGraph(2, 8)
+    with Emulation(topo, deterministic_routes(topo), tmp_path_factory.mktemp("bigraph"), log=lambda m: None) as emu:
+        yield emu
+
+
+def test_bigraph_every_host_reaches_every_other(bigraph):
+    answered, failures = reachability(bigraph)
+    assert failures == [] and answered == 16 * 15
+
+
+def test_single_flow_over_longest_path_gets_link_rate(bigraph):
+    route = longest_route(bigraph.routes)
+    assert len(route.hops) == 3
+    (flow,), cpu = run_flows(bigraph, [(route.src, route.dst)], duration=4)
+    assert flow["error"] is None
+    assert flow["ratio"] >= 0.9, (flow, cpu)
+
+
+def test_parallel_flows_get_link_rate(bigraph):
+    flows, cpu = run_flows(bigraph, spread_pairs(bigraph.topo, bigraph.routes), duration=4)
+    assert len(flows) == 16
+    assert min(f["ratio"] for f in flows) >= 0.85, (flows, cpu)

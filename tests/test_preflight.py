@@ -1,0 +1,32 @@
+"""Bad input is refused before anything is built, in one line naming the fix."""
+import pytest
+
+from testbed import preflight
+from testbed.errors import TestbedError
+from testbed.topologies import BiGraph
+
+
+def test_rate_beyond_emulator_capacity_is_refused_with_fix():
+    with pytest.raises(TestbedError, match=r"use --rate .* or less or --mtu 9000"):
+        preflight.check_rate(BiGraph(2, 8, rate=50), mtu=1500)
+    preflight.check_rate(BiGraph(2, 8, rate=10), mtu=1500)
+    preflight.check_rate(BiGraph(2, 8, rate=1000), mtu=1500, datapath="kernel")
+
+
+def test_mtu_range():
+    with pytest.raises(TestbedError, match="--mtu"):
+        preflight.check_mtu(100)
+    preflight.check_mtu(1500)
+
+
+def test_not_root_is_refused(monkeypatch):
+    monkeypatch.setattr(preflight.os, "geteuid", lambda: 1000)
+    with pytest.raises(TestbedError, match="needs root: run it with sudo"):
+        preflight.require_root()
+
+
+def test_messages_are_one_line():
+    for call in (lambda: BiGraph(2, 7), lambda: preflight.check_rate(BiGraph(4, 8, rate=30), 1500)):
+        with pytest.raises(TestbedError) as err:
+            call()
+        assert "\n" not in str(err.value)
