@@ -79,15 +79,17 @@ def _raise_exit(signum, _frame):
 
 
 class Emulation:
-    def __init__(self, topo, routes, run_dir, mtu=DEFAULT_MTU, log=print):
+    def __init__(self, topo, routes, run_dir, mtu=DEFAULT_MTU, log=print, refuse_overload=True):
+        """refuse_overload=False lets a benchmark offer more than the emulator carries faithfully."""
         self.topo, self.routes, self.run_dir, self.mtu, self.log = topo, routes, run_dir, mtu, log
+        self.refuse_overload = refuse_overload
         self.net = self.controller = self.record = None
         self.datapath = None
         self._old_handlers = {}
 
     # --- lifecycle ------------------------------------------------------------------------
     def __enter__(self):
-        self.datapath = preflight.require_emulation(self.topo, self.mtu)
+        self.datapath = preflight.require_emulation(self.topo, self.mtu, self.refuse_overload)
         for sig in (signal.SIGTERM, signal.SIGHUP):
             self._old_handlers[sig] = signal.signal(sig, _raise_exit)
         try:

@@ -1,0 +1,62 @@
+"""How much one ovs-vswitchd forwards faithfully: offered vs achieved TCP load at MTU 1500 and 9000.
+
+    sudo .venv/bin/python -m bench.forwarding_capacity [--out FILE] [--duration S]
+
+Two patterns: 16 flows through one switch (LeafSpine with one leaf), and BiGraph(2, 8)'s 16
+contention-free flows over 2-3 switches. Writes JSON: one row per (pattern, MTU, per-flow rate).
+"""
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from testbed.cpu import describe
+from testbed.emulation import Emulation
+from testbed.fidelity import run_flows, spread_pairs
+from testbed.results import RESULTS_ROOT, write_json
+from testbed.routing import deterministic_routes
+from testbed.topologies import BiGraph, LeafSpine
+
+PATTERNS = {
+    "one_switch_16_flows": (lambda rate: LeafSpine(1, 1, 16, rate=rate), [25, 50, 100]),
+    "bigraph_2_8_16_flows": (lambda rate: BiGraph(2, 8, rate=rate), [10, 20, 40]),
+}
+
+
+def measure(pattern, mtu, rate, duration):
+    make, _ = PATTERNS[pattern]
+    topo = make(rate)
+    routes = deterministic_routes(topo)
+    with tempfile.TemporaryDirectory() as tmp, \
+            Emulation(topo, routes, tmp, mtu=mtu, log=lambda m: None, refuse_overload=False) as emu:
+        flows, cpu = run_flows(emu, spread_pairs(topo, routes), duration)
+    achieved = sum(f["received_mbit"] for f in flows)
+    offered = rate * len(flows)
+    return {"pattern": pattern, "mtu": mtu, "rate_per_flow_mbit": rate, "flows": len(flows),
+            "offered_mbit": offered, "achieved_mbit": round(achieved, 1),
+            "achieved_over_offered": round(achieved / offered, 3),
+            "min_flow_ratio": min(f["ratio"] for f in flows), **cpu}
+
+
+def main(argv):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default=str(RESULTS_ROOT / "bench" / "forwarding_capacity.json"))
+    parser.add_argument("--duration", type=int, default=5)
+    args = parser.parse_args(argv)
+    rows = []
+    for pattern, (_, rates) in PATTERNS.items():
+        for mtu in (1500, 9000):
+            for rate in rates:
+                t = time.monotonic()
+                row = measure(pattern, mtu, rate, args.duration)
+                rows.append(row)
+                print(f"{pattern:22s} MTU {mtu:5d} {row['flows']} x {rate:3d} Mbit/s: achieved "
+                      f"{row['achieved_over_offered']:.2f} of offered {row['offered_mbit']} Mbit/s; "
+                      f"{describe(row)} [{time.monotonic() - t:.0f} s]", flush=True)
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    print(f"wrote {write_json(args.out, {'benchmark': 'forwarding_capacity', 'rows': rows})}")
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,171 @@
+"""One allreduce rank: python -m testbed.worker CONFIG_JSON
+
+Opens TCP connections to the peers its schedule needs (the lower rank connects, the higher one
+accepts), says {"ready": true} on stdout, then runs one allreduce for each {"count", "iteration"}
+line on stdin and answers {"iteration", "t0", "t1", "wrong"}. Any failure, including a peer that
+sends nothing for `timeout` seconds, ends it with {"error": ...}. Inputs are small integers stored
+as float32, so sums are exact and the result is compared with numpy's sum to the last bit.
+"""
+import json
+import select
+import socket
+import struct
+import sys
+import time
+
+import numpy as np
+
+from testbed.schedules import ALGORITHMS
+
+
+def rank_input(rank, count):
+    i = np.arange(count, dtype=np.int64)
+    return (((rank * 7 + i * 13) % 97) - 48).astype(np.float32)
+
+
+def expected_sum(ranks, count):
+    total = np.zeros(count, dtype=np.int64)
+    for q in range(ranks):
+        total += rank_input(q, count).astype(np.int64)
+    return total.astype(np.float32)
+
+
+class PeerError(RuntimeError):
+    pass
+
+
+class Rank:
+    def __init__(self, cfg):
+        self.rank, self.ranks = cfg["rank"], cfg["ranks"]
+        self.schedule = ALGORITHMS[cfg["algorithm"]]()
+        self.addresses = [tuple(a) for a in cfg["addresses"]]
+        self.timeout, self.sockbuf = cfg["timeout"], cfg["sockbuf"]
+        self.socks = {}
+
+    def _tune(self, sock):
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.sockbuf)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self.sockbuf)
+
+    def connect(self):
+        peers = {p for s in self.schedule.steps(self.rank, self.ranks, self.ranks * 4)
+                 for p in (s.send_to, s.recv_from)}
+        listener = socket.create_server(self.addresses[self.rank], backlog=self.ranks)
+        deadline = time.monotonic() + self.timeout
+        for peer in sorted(p for p in peers if p > self.rank):
+            while True:
+                sock = socket.socket()
+                self._tune(sock)
+                try:
+                    sock.connect(self.addresses[peer])
+                    break
+                except OSError:
+                    sock.close()
+                    if time.monotonic() > deadline:
+                        raise PeerError(f"rank {self.rank}: cannot connect to rank {peer} at "
+                                        f"{self.addresses[peer]} within {self.timeout} s")
+                    time.sleep(0.05)
+            sock.sendall(struct.pack("!I", self.rank))
+            self.socks[peer] = sock
+        listener.settimeout(self.timeout)
+        for _ in range(sum(1 for p in peers if p < self.rank)):
+            try:
+                sock, _ = listener.accept()
+            except socket.timeout:
+                raise PeerError(f"rank {self.rank}: lower-ranked peers did not connect within "
+                                f"{self.timeout} s") from None
+            self._tune(sock)
+            sock.settimeout(self.timeout)
+            (peer,) = struct.unpack("!I", self._recv_exact(sock, 4))
+            self.socks[peer] = sock
+        listener.close()
+        for sock in self.socks.values():
+            sock.setblocking(False)
+
+    @staticmethod
+    def _recv_exact(sock, n):
+        data = b""
+        while len(data) < n:
+            part = sock.recv(n - len(data))
+            if not part:
+                raise PeerError("peer closed during handshake")
+            data += part
+        return data
+
+    def exchange(self, to, out, frm, into):
+        """Send `out` to rank `to` while receiving len(into) bytes from rank `frm`."""
+        out_sock, in_sock = self.socks[to], self.socks[frm]
+        sent, got = 0, 0
+        while sent < len(out) or got < len(into):
+            readers = [in_sock] if got < len(into) else []
+            writers = [out_sock] if sent < len(out) else []
+            readable, writable, _ = select.select(readers, writers, [], self.timeout)
+            if not readable and not writable:
+                waiting = f"data from rank {frm}" if readers else f"rank {to} to take data"
+                raise PeerError(f"rank {self.rank}: waited {self.timeout} s for {waiting}")
+            if writable:
+                try:
+                    sent += out_sock.send(out[sent:])
+                except BlockingIOError:
+                    pass
+                except OSError as e:
+                    raise PeerError(f"rank {self.rank}: sending to rank {to} failed: {e}") from None
+            if readable:
+                try:
+                    n = in_sock.recv_into(into[got:])
+                except BlockingIOError:
+                    continue
+                except OSError as e:
+                    raise PeerError(f"rank {self.rank}: receiving from rank {frm} failed: {e}") from None
+                if n == 0:
+                    raise PeerError(f"rank {self.rank}: rank {frm} closed its connection")
+                got += n
+
+    def allreduce(self, buf, scratch, steps):
+        as_bytes = lambda a: memoryview(a).cast("B")
+        for s in steps:
+            lo, hi = s.recv
+            target = scratch[: hi - lo] if s.reduce else buf[lo:hi]
+            self.exchange(s.send_to, as_bytes(buf[slice(*s.send)]), s.recv_from, as_bytes(target))
+            if s.reduce:
+                np.add(buf[lo:hi], target, out=buf[lo:hi])
+
+
+def say(**msg):
+    sys.stdout.write(json.dumps(msg) + "\n")
+    sys.stdout.flush()
+
+
+def main(config):
+    rank = Rank(json.loads(config))
+    try:
+        rank.connect()
+        say(ready=True)
+        prepared = {}
+        for line in sys.stdin:
+            cmd = json.loads(line)
+            if cmd.get("quit"):
+                break
+            count = cmd["count"]
+            if count not in prepared:
+                prepared.clear()
+                prepared[count] = (rank_input(rank.rank, count), expected_sum(rank.ranks, count),
+                                   np.empty(count, dtype=np.float32), np.empty(count, dtype=np.float32),
+                                   rank.schedule.steps(rank.rank, rank.ranks, count))
+            data, expected, buf, scratch, steps = prepared[count]
+            np.copyto(buf, data)
+            t0 = time.monotonic()
+            rank.allreduce(buf, scratch, steps)
+            t1 = time.monotonic()
+            say(iteration=cmd["iteration"], t0=t0, t1=t1, wrong=int(np.count_nonzero(buf != expected)))
+    except (PeerError, OSError) as e:
+        say(error=str(e))
+        return 1
+    finally:
+        for sock in rank.socks.values():
+            sock.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))

@@ -1,0 +1,31 @@
+"""Real socket workers on loopback (no root): exact results, and a dead peer ends the run quickly."""
+import os
+import signal
+import time
+
+import pytest
+
+from testbed.allreduce import AllreduceError, Coordinator, loopback_launcher
+
+
+@pytest.mark.parametrize("algorithm,ranks", [("ring", 3), ("ring", 8), ("hd", 4), ("hd", 8)])
+def test_loopback_allreduce_is_exact(algorithm, ranks):
+    addresses, launch = loopback_launcher(ranks)
+    with Coordinator(algorithm, addresses, launch, timeout=10) as coordinator:
+        for count in (1, ranks - 1, 1000, 65537):
+            times, wrong = coordinator.run(count, iterations=2)
+            assert wrong == 0
+            assert len(times) == 2 and all(t > 0 for t in times)
+    assert all(p.poll() is not None for p in coordinator.procs)
+
+
+def test_dead_peer_ends_run_with_clear_error_in_bounded_time():
+    addresses, launch = loopback_launcher(4)
+    with Coordinator("ring", addresses, launch, timeout=3) as coordinator:
+        coordinator.run(1000, iterations=1)
+        os.kill(coordinator.procs[2].pid, signal.SIGKILL)
+        start = time.monotonic()
+        with pytest.raises(AllreduceError, match="rank"):
+            coordinator.run(100000, iterations=1, timeout=20)
+        assert time.monotonic() - start < 10
+    assert all(p.poll() is not None for p in coordinator.procs)
