@@ -101,7 +101,10 @@ class Coordinator:
             proc.stdin.write(json.dumps({"count": count, "iteration": iteration}) + "\n")
             proc.stdin.flush()
         replies = self._collect("iteration", timeout)
-        return {"time": max(r["t1"] for r in replies) - min(r["t0"] for r in replies),
+        start = min(r["t0"] for r in replies)
+        # step i of the collective ends when its last rank ends it
+        step_ends = [max(ends) - start for ends in zip(*(r["steps"] for r in replies))]
+        return {"time": max(r["t1"] for r in replies) - start, "step_ends": step_ends,
                 "wrong": sum(r["wrong"] for r in replies)}
 
     def run(self, count, iterations, warmup=1, timeout=120.0):
@@ -139,3 +142,19 @@ def summarize(algorithm, size_bytes, times, wrong, ranks, link_mbit):
             "time_us": round(median * 1e6, 1), "p99_us": round(float(np.percentile(times, 99)) * 1e6, 1),
             "algbw_MBps": round(algbw / 1e6, 4), "busbw_MBps": round(busbw / 1e6, 4),
             "busbw_over_link": round(busbw * 8 / (link_mbit * 1e6), 3), "wrong": wrong}
+
+
+COLUMNS = [("algorithm", "11s"), ("size", "9d"), ("count", "8d"), ("time_us", "11.1f"), ("p99_us", "11.1f"),
+           ("algbw_MBps", "10.3f"), ("busbw_MBps", "10.3f"), ("busbw_over_link", "10.2f"), ("wrong", "7d")]
+HEADINGS = ["algorithm", "size(B)", "count", "time(us)", "p99(us)", "algbw(MB/s)", "busbw(MB/s)",
+            "busbw/link", "#wrong"]
+
+
+def table_header():
+    widths = [int(fmt.rstrip("sdf").split(".")[0]) for _, fmt in COLUMNS]
+    return "# " + " ".join(f"{h:>{w}}" if i else f"{h:<{w}}" for i, (h, w) in enumerate(zip(HEADINGS, widths)))
+
+
+def table_row(row):
+    cells = [f"{row[key]:{fmt}}" if fmt.endswith("s") else f"{row[key]:>{fmt}}" for key, fmt in COLUMNS]
+    return "  " + " ".join(cells)

@@ -9,7 +9,7 @@ from testbed.errors import TestbedError
 # Offered load (every NIC port sending at its link rate) that one userspace ovs-vswitchd on 2 cores
 # still forwards at 0.9 of the offered rate or better, over 2-3 switch hops. Measured here, see
 # ENVIRONMENT.md and bench/forwarding_capacity.py; the kernel datapath is not limited this way.
-USERSPACE_CAPACITY_MBIT = {1500: 200, 9000: 600}
+USERSPACE_CAPACITY_MBIT = {1500: 160, 9000: 640}
 MTU_RANGE = (1280, 9000)
 
 

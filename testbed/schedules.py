@@ -42,8 +42,10 @@ class Ring:
 
 
 class HalvingDoubling:
-    """Rabenseifner: recursive-halving reduce-scatter (partners rank ^ 1, ^ 2, ^ 4, ...), then
-    recursive-doubling allgather in the reverse order: 2 log2(p) steps. p must be a power of two."""
+    """Rabenseifner (as Thakur, Rabenseifner and Gropp 2005 describe it): recursive-halving
+    reduce-scatter, whose first exchange is with the rank p/2 away (rank ^ p/2, then ^ p/4, ... ^ 1)
+    and halves the data each step, then recursive-doubling allgather in the reverse order:
+    2 log2(p) steps. p must be a power of two."""
     name = "hd"
 
     def check(self, ranks):
@@ -54,15 +56,15 @@ class HalvingDoubling:
 
     def steps(self, rank, ranks, count):
         lo, hi, out, kept = 0, count, [], []
-        mask = 1
-        while mask < ranks:
+        mask = ranks >> 1
+        while mask:
             partner = rank ^ mask
             mid = lo + (hi - lo) // 2
             mine, theirs = ((lo, mid), (mid, hi)) if rank & mask == 0 else ((mid, hi), (lo, mid))
             out.append(Step(partner, theirs, partner, mine, True))
             kept.append((partner, mine, theirs))
             lo, hi = mine
-            mask <<= 1
+            mask >>= 1
         for partner, mine, theirs in reversed(kept):
             out.append(Step(partner, mine, partner, theirs, False))
         return out

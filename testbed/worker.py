@@ -1,7 +1,8 @@
 """One allreduce rank: python -m testbed.worker CONFIG_JSON
 
-Opens TCP connections to the peers its schedule needs (the lower rank connects, the higher one
-accepts), says {"ready": true} on stdout, then runs one allreduce for each {"count", "iteration"}
+Opens one TCP connection to each peer its schedule needs, for sending, and accepts one from each,
+for receiving: data never flows both ways on one connection, where its ACKs would queue behind the
+other direction's data (measured: HD's 1 MiB exchanges fell to 0.77 of the link rate). Then says {"ready": true} on stdout, then runs one allreduce for each {"count", "iteration"}
 line on stdin and answers {"iteration", "t0", "t1", "wrong"}. Any failure, including a peer that
 sends nothing for `timeout` seconds, ends it with {"error": ...}. Inputs are small integers stored
 as float32, so sums are exact and the result is compared with numpy's sum to the last bit.
@@ -40,7 +41,7 @@ class Rank:
         self.schedule = ALGORITHMS[cfg["algorithm"]]()
         self.addresses = [tuple(a) for a in cfg["addresses"]]
         self.timeout, self.sockbuf = cfg["timeout"], cfg["sockbuf"]
-        self.socks = {}
+        self.out, self.inc = {}, {}
 
     def _tune(self, sock):
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -52,7 +53,7 @@ class Rank:
                  for p in (s.send_to, s.recv_from)}
         listener = socket.create_server(self.addresses[self.rank], backlog=self.ranks)
         deadline = time.monotonic() + self.timeout
-        for peer in sorted(p for p in peers if p > self.rank):
+        for peer in sorted(peers):
             while True:
                 sock = socket.socket()
                 self._tune(sock)
@@ -66,21 +67,24 @@ class Rank:
                                         f"{self.addresses[peer]} within {self.timeout} s")
                     time.sleep(0.05)
             sock.sendall(struct.pack("!I", self.rank))
-            self.socks[peer] = sock
+            self.out[peer] = sock
         listener.settimeout(self.timeout)
-        for _ in range(sum(1 for p in peers if p < self.rank)):
+        while len(self.inc) < len(peers):
             try:
                 sock, _ = listener.accept()
             except socket.timeout:
-                raise PeerError(f"rank {self.rank}: lower-ranked peers did not connect within "
-                                f"{self.timeout} s") from None
+                raise PeerError(f"rank {self.rank}: peers {sorted(peers - set(self.inc))} did not connect "
+                                f"within {self.timeout} s") from None
             self._tune(sock)
             sock.settimeout(self.timeout)
             (peer,) = struct.unpack("!I", self._recv_exact(sock, 4))
-            self.socks[peer] = sock
+            self.inc[peer] = sock
         listener.close()
-        for sock in self.socks.values():
+        for sock in self.sockets():
             sock.setblocking(False)
+
+    def sockets(self):
+        return list(self.out.values()) + list(self.inc.values())
 
     @staticmethod
     def _recv_exact(sock, n):
@@ -94,7 +98,7 @@ class Rank:
 
     def exchange(self, to, out, frm, into):
         """Send `out` to rank `to` while receiving len(into) bytes from rank `frm`."""
-        out_sock, in_sock = self.socks[to], self.socks[frm]
+        out_sock, in_sock = self.out[to], self.inc[frm]
         sent, got = 0, 0
         while sent < len(out) or got < len(into):
             readers = [in_sock] if got < len(into) else []
@@ -119,16 +123,23 @@ class Rank:
                     raise PeerError(f"rank {self.rank}: receiving from rank {frm} failed: {e}") from None
                 if n == 0:
                     raise PeerError(f"rank {self.rank}: rank {frm} closed its connection")
+                # Jumbo frames at 10 Mbit/s leave a few segments in flight; a delayed ACK (40-200 ms)
+                # then stalls the sender and, through it, the whole step (measured: one rank in
+                # each iteration 100-200 ms late). Linux clears quickack again, so re-arm it.
+                in_sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_QUICKACK, 1)
                 got += n
 
     def allreduce(self, buf, scratch, steps):
-        as_bytes = lambda a: memoryview(a).cast("B")
+        """Runs the steps; returns each step's end time."""
+        as_bytes, ends = lambda a: memoryview(a).cast("B"), []
         for s in steps:
             lo, hi = s.recv
             target = scratch[: hi - lo] if s.reduce else buf[lo:hi]
             self.exchange(s.send_to, as_bytes(buf[slice(*s.send)]), s.recv_from, as_bytes(target))
             if s.reduce:
                 np.add(buf[lo:hi], target, out=buf[lo:hi])
+            ends.append(time.monotonic())
+        return ends
 
 
 def say(**msg):
@@ -155,14 +166,14 @@ def main(config):
             data, expected, buf, scratch, steps = prepared[count]
             np.copyto(buf, data)
             t0 = time.monotonic()
-            rank.allreduce(buf, scratch, steps)
-            t1 = time.monotonic()
-            say(iteration=cmd["iteration"], t0=t0, t1=t1, wrong=int(np.count_nonzero(buf != expected)))
+            ends = rank.allreduce(buf, scratch, steps)
+            say(iteration=cmd["iteration"], t0=t0, t1=ends[-1] if ends else t0, steps=ends,
+                wrong=int(np.count_nonzero(buf != expected)))
     except (PeerError, OSError) as e:
         say(error=str(e))
         return 1
     finally:
-        for sock in rank.socks.values():
+        for sock in rank.sockets():
             sock.close()
     return 0
 

@@ -1,0 +1,44 @@
+"""Real socket allreduce on BiGraph(2, 8) in the emulation: ratios measured in one run."""
+import pytest
+
+from scenarios.bigraph_allreduce import compare, measure, plan
+from testbed.emulation import Emulation
+from testbed.routing import deterministic_routes
+from testbed.topologies import BiGraph
+
+SMALL, LARGE = 1024, 1 << 20
+
+
+@pytest.fixture(scope="module")
+def rows(tmp_path_factory):
+    topo = BiGraph(2, 8)
+    with Emulation(topo, deterministic_routes(topo), tmp_path_factory.mktemp("allreduce"),
+                   log=lambda m: None) as emu:
+        return measure(emu, plan(topo, ["ring", "ring_topo", "hd", "hdrm"]), [SMALL, LARGE],
+                       warmup=1, iters=3, progress=lambda line: None)
+
+
+def row(rows, algorithm, size):
+    return next(r for r in rows if r["algorithm"] == algorithm and r["size"] == size)
+
+
+def test_every_result_matches_numpy(rows):
+    assert len(rows) == 8
+    assert [r["wrong"] for r in rows] == [0] * 8
+
+
+def test_topology_aware_ring_reaches_link_rate_at_large_size(rows):
+    assert row(rows, "ring_topo", LARGE)["busbw_over_link"] >= 0.8
+
+
+def test_hd_family_beats_ring_on_small_messages(rows):
+    # 2 log2(16) = 8 steps against Ring's 30
+    ring = row(rows, "ring", SMALL)["time_us"]
+    assert row(rows, "hdrm", SMALL)["time_us"] < ring
+    assert row(rows, "hd", SMALL)["time_us"] < ring
+
+
+def test_summary_names_winners(rows):
+    cmp = compare(rows)
+    assert cmp["small_winner"] in ("hd", "hdrm")
+    assert cmp["wrong"] == 0
