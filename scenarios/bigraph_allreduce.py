@@ -30,7 +30,8 @@ def add_arguments(parser):
     parser.add_argument("--max-bytes", type=int, default=1 << 20, help="largest message (default %(default)s)")
     parser.add_argument("--factor", type=int, default=4, help="size multiplier per step (default %(default)s)")
     parser.add_argument("--warmup", type=int, default=1, help="untimed iterations per size (default %(default)s)")
-    parser.add_argument("--iters", type=int, default=5, help="timed iterations per size (default %(default)s)")
+    parser.add_argument("--iters", type=int, default=5,
+                        help="timed iterations per size, at least (small sizes get more; default %(default)s)")
 
 
 def sizes(min_bytes, max_bytes, factor):
@@ -48,6 +49,13 @@ def plan(topo, algorithms):
     return {name: place(name, topo) for name in algorithms}
 
 
+def iterations_for(size, iters, link_bytes, budget=1.0, cap=50):
+    """At least `iters`; small messages get more (up to `cap`, about `budget` s each), since their
+    times are ms of scheduling noise on 2 cores and a median of few is unsteady."""
+    expected = 2 * size / link_bytes + 0.02
+    return max(iters, min(cap, int(budget / expected)))
+
+
 def measure(emu, plans, size_list, warmup, iters, progress=print):
     """Rows of nccl-tests-style results, one per (variant, size), each with its CPU verdict."""
     rows, total, done = [], len(plans) * len(size_list), 0
@@ -60,7 +68,8 @@ def measure(emu, plans, size_list, warmup, iters, progress=print):
                 done += 1
                 timeout = 60 + 40 * size / link_bytes
                 with CpuMonitor() as cpu:
-                    times, wrong = coordinator.run(size // 4, iters, warmup, timeout=timeout)
+                    times, wrong = coordinator.run(size // 4, iterations_for(size, iters, link_bytes),
+                                                   warmup, timeout=timeout)
                 row = summarize(name, size, times, wrong, len(hosts), emu.topo.rate)
                 row.update(cpu.result())
                 rows.append(row)
