@@ -112,8 +112,8 @@ def print_summary(cmp, topo):
     print(f"  fidelity check before the sweep: {'PASS' if cmp['fidelity_pass'] else 'FAIL'} "
           "(reachability, one long TCP flow >= 0.9 and parallel flows >= 0.85 of the link rate)")
     if cmp["emulator_bottleneck_rows"]:
-        print(f"  emulator WAS the bottleneck in {', '.join(cmp['emulator_bottleneck_rows'])}: "
-              "lower --rate or use --mtu 9000 for those figures")
+        print(f"  emulator WAS the bottleneck (CPU saturated) in {', '.join(cmp['emulator_bottleneck_rows'])}: "
+              "those times include the emulator's own scheduling delay")
     else:
         print(f"  emulator was not the bottleneck (ovs-vswitchd at most "
               f"{cmp['max_ovs_vswitchd_cores']:.2f} cores)")
