@@ -97,9 +97,12 @@ class Coordinator:
         return [got[r] for r in range(len(self.procs))]
 
     def iterate(self, count, iteration, timeout):
-        for proc in self.procs:
-            proc.stdin.write(json.dumps({"count": count, "iteration": iteration}) + "\n")
-            proc.stdin.flush()
+        for rank, proc in enumerate(self.procs):
+            try:
+                proc.stdin.write(json.dumps({"count": count, "iteration": iteration}) + "\n")
+                proc.stdin.flush()
+            except OSError:   # its pipe broke: the worker is gone
+                raise AllreduceError(f"{self.algorithm}: rank {rank} exited (code {proc.wait()})") from None
         replies = self._collect("iteration", timeout)
         start = min(r["t0"] for r in replies)
         # step i of the collective ends when its last rank ends it
