@@ -131,8 +131,9 @@ class Emulation:
         try:
             net.build()
             self._configure_hosts()
-            self._shape_switch_ports()
             net.start()
+            # After start: adding a port to OVS deletes the root qdisc of its interface.
+            self._shape_switch_ports()
         except SystemExit:  # Mininet reports errors with exit(1)
             raise TestbedError("Mininet gave up building the network (its message is above)") from None
         waited = self.controller.wait_ready({s.name: s.dpid for s in topo.switches.values()})

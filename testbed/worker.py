@@ -41,7 +41,8 @@ class Rank:
         self.schedule = ALGORITHMS[cfg["algorithm"]]()
         self.addresses = [tuple(a) for a in cfg["addresses"]]
         self.timeout, self.sockbuf = cfg["timeout"], cfg["sockbuf"]
-        self.out, self.inc = {}, {}
+        self.streams = cfg.get("streams", 1)
+        self.out, self.inc = {}, {}     # peer -> [socket per stream]
 
     def _tune(self, sock):
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -51,40 +52,42 @@ class Rank:
     def connect(self):
         peers = {p for s in self.schedule.steps(self.rank, self.ranks, self.ranks * 4)
                  for p in (s.send_to, s.recv_from)}
-        listener = socket.create_server(self.addresses[self.rank], backlog=self.ranks)
+        listener = socket.create_server(self.addresses[self.rank], backlog=self.ranks * self.streams)
         deadline = time.monotonic() + self.timeout
         for peer in sorted(peers):
-            while True:
-                sock = socket.socket()
-                self._tune(sock)
-                try:
-                    sock.connect(self.addresses[peer])
-                    break
-                except OSError:
-                    sock.close()
-                    if time.monotonic() > deadline:
-                        raise PeerError(f"rank {self.rank}: cannot connect to rank {peer} at "
-                                        f"{self.addresses[peer]} within {self.timeout} s")
-                    time.sleep(0.05)
-            sock.sendall(struct.pack("!I", self.rank))
-            self.out[peer] = sock
+            self.out[peer] = []
+            for stream in range(self.streams):
+                while True:
+                    sock = socket.socket()
+                    self._tune(sock)
+                    try:
+                        sock.connect(self.addresses[peer])
+                        break
+                    except OSError:
+                        sock.close()
+                        if time.monotonic() > deadline:
+                            raise PeerError(f"rank {self.rank}: cannot connect to rank {peer} at "
+                                            f"{self.addresses[peer]} within {self.timeout} s")
+                        time.sleep(0.05)
+                sock.sendall(struct.pack("!II", self.rank, stream))
+                self.out[peer].append(sock)
         listener.settimeout(self.timeout)
-        while len(self.inc) < len(peers):
+        self.inc = {peer: [None] * self.streams for peer in peers}
+        for _ in range(len(peers) * self.streams):
             try:
                 sock, _ = listener.accept()
             except socket.timeout:
-                raise PeerError(f"rank {self.rank}: peers {sorted(peers - set(self.inc))} did not connect "
-                                f"within {self.timeout} s") from None
+                raise PeerError(f"rank {self.rank}: peers did not all connect within {self.timeout} s") from None
             self._tune(sock)
             sock.settimeout(self.timeout)
-            (peer,) = struct.unpack("!I", self._recv_exact(sock, 4))
-            self.inc[peer] = sock
+            peer, stream = struct.unpack("!II", self._recv_exact(sock, 8))
+            self.inc[peer][stream] = sock
         listener.close()
         for sock in self.sockets():
             sock.setblocking(False)
 
     def sockets(self):
-        return list(self.out.values()) + list(self.inc.values())
+        return [s for socks in list(self.out.values()) + list(self.inc.values()) for s in socks if s]
 
     @staticmethod
     def _recv_exact(sock, n):
@@ -97,37 +100,44 @@ class Rank:
         return data
 
     def exchange(self, to, out, frm, into):
-        """Send `out` to rank `to` while receiving len(into) bytes from rank `frm`."""
-        out_sock, in_sock = self.out[to], self.inc[frm]
-        sent, got = 0, 0
-        while sent < len(out) or got < len(into):
-            readers = [in_sock] if got < len(into) else []
-            writers = [out_sock] if sent < len(out) else []
-            readable, writable, _ = select.select(readers, writers, [], self.timeout)
+        """Send `out` to rank `to` while receiving len(into) bytes from rank `frm`, each striped in
+        contiguous parts over the streams to and from that peer."""
+        n = self.streams
+        sending = {s: out[len(out) * k // n: len(out) * (k + 1) // n] for k, s in enumerate(self.out[to])}
+        receiving = {s: into[len(into) * k // n: len(into) * (k + 1) // n] for k, s in enumerate(self.inc[frm])}
+        sending = {s: v for s, v in sending.items() if len(v)}
+        receiving = {s: v for s, v in receiving.items() if len(v)}
+        while sending or receiving:
+            readable, writable, _ = select.select(list(receiving), list(sending), [], self.timeout)
             if not readable and not writable:
-                waiting = f"data from rank {frm}" if readers else f"rank {to} to take data"
+                waiting = f"data from rank {frm}" if receiving else f"rank {to} to take data"
                 raise PeerError(f"rank {self.rank}: waited {self.timeout} s for {waiting}")
-            if writable:
+            for sock in writable:
                 try:
-                    sent += out_sock.send(out[sent:])
+                    sent = sock.send(sending[sock])
                 except BlockingIOError:
-                    pass
+                    continue
                 except OSError as e:
                     raise PeerError(f"rank {self.rank}: sending to rank {to} failed: {e}") from None
-            if readable:
+                sending[sock] = sending[sock][sent:]
+                if not len(sending[sock]):
+                    del sending[sock]
+            for sock in readable:
                 try:
-                    n = in_sock.recv_into(into[got:])
+                    got = sock.recv_into(receiving[sock])
                 except BlockingIOError:
                     continue
                 except OSError as e:
                     raise PeerError(f"rank {self.rank}: receiving from rank {frm} failed: {e}") from None
-                if n == 0:
+                if got == 0:
                     raise PeerError(f"rank {self.rank}: rank {frm} closed its connection")
                 # Jumbo frames at 10 Mbit/s leave a few segments in flight; a delayed ACK (40-200 ms)
                 # then stalls the sender and, through it, the whole step (measured: one rank in
                 # each iteration 100-200 ms late). Linux clears quickack again, so re-arm it.
-                in_sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_QUICKACK, 1)
-                got += n
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_QUICKACK, 1)
+                receiving[sock] = receiving[sock][got:]
+                if not len(receiving[sock]):
+                    del receiving[sock]
 
     def allreduce(self, buf, scratch, steps):
         """Runs the steps; returns each step's end time."""

@@ -29,3 +29,10 @@ def test_dead_peer_ends_run_with_clear_error_in_bounded_time():
             coordinator.run(100000, iterations=1, timeout=20)
         assert time.monotonic() - start < 10
     assert all(p.poll() is not None for p in coordinator.procs)
+
+
+def test_striped_streams_are_exact():
+    addresses, launch = loopback_launcher(4)
+    with Coordinator("hd", addresses, launch, timeout=10, streams=3) as coordinator:
+        for count in (1, 2, 1001, 65537):
+            assert coordinator.run(count, iterations=1)[1] == 0

@@ -27,8 +27,10 @@ def test_every_result_matches_numpy(rows):
     assert [r["wrong"] for r in rows] == [0] * 8
 
 
-def test_topology_aware_ring_reaches_link_rate_at_large_size(rows):
-    assert row(rows, "ring_topo", LARGE)["busbw_over_link"] >= 0.8
+def test_hdrm_beats_plain_hd_at_large_size(rows):
+    # plain HD in rank order puts 2 flows on a link in its largest steps, HDRM never more than 1
+    # (route model: 1.9x; measured here 2.3x)
+    assert row(rows, "hdrm", LARGE)["busbw_MBps"] >= 1.3 * row(rows, "hd", LARGE)["busbw_MBps"]
 
 
 def test_hd_family_beats_ring_on_small_messages(rows):

@@ -31,3 +31,18 @@ def test_parallel_flows_get_link_rate(bigraph):
     flows, cpu = run_flows(bigraph, spread_pairs(bigraph.topo, bigraph.routes), duration=4)
     assert len(flows) == 16
     assert min(f["ratio"] for f in flows) >= 0.85, (flows, cpu)
+
+
+def test_flows_sharing_a_switch_link_share_its_rate(bigraph):
+    """h0 -> h8 and h1 -> h9 both cross U0 -> L0: the switch-to-switch link is shaped too
+    (OVS deletes a port's qdisc when it adds the port, so shaping must come after)."""
+    topo = bigraph.topo
+    pairs = [(topo.hosts["h0"].ports[0], topo.hosts["h8"].ports[0]),
+             (topo.hosts["h1"].ports[0], topo.hosts["h9"].ports[0])]
+    routes = [bigraph.routes[s.ip, d.ip] for s, d in pairs]
+    assert routes[0].hops[0].switch == routes[1].hops[0].switch
+    assert routes[0].hops[0].out_port == routes[1].hops[0].out_port
+    flows, cpu = run_flows(bigraph, pairs, duration=4)
+    total = sum(f["received_mbit"] for f in flows)
+    assert all(f["expected_mbit"] == topo.rate / 2 for f in flows)
+    assert 0.85 * topo.rate <= total <= 1.02 * topo.rate, (flows, cpu)
