@@ -17,7 +17,7 @@ from mininet.net import Mininet
 from mininet.node import Host, OVSSwitch
 
 from testbed import preflight, runstate, shaping
-from testbed.controller import Controller
+from testbed.controller import LISTEN, Controller
 from testbed.errors import TestbedError
 from testbed.routing import flow_rules
 
@@ -105,11 +105,7 @@ class Emulation:
     def _start(self):
         topo, started = self.topo, time.monotonic()
         self.record = runstate.RunRecord.create()
-        self.record.add(bridges=list(topo.switches),
-                        interfaces=[f"{link.a}-eth{link.a_port}" for link in topo.links
-                                    if link.a in topo.switches] +
-                                   [f"{link.b}-eth{link.b_port}" for link in topo.links
-                                    if link.b in topo.switches])
+        self.record.add(bridges=list(topo.switches), interfaces=[intf for intf, _ in self._switch_ports()])
         self.controller = Controller(flow_rules(topo, self.routes), self.run_dir)
         self.record.add(pids=[self.controller.start()])
 
@@ -117,7 +113,7 @@ class Emulation:
         self.log(f"building {topo.describe()} (OVS {self.datapath}space datapath, MTU {self.mtu})")
         net = self.net = Mininet(topo=None, build=False, controller=None, ipBase=IP_BASE,
                                  autoSetMacs=False, waitConnected=False)
-        address = ControllerAddress(self.controller_ip, self.controller.port)
+        address = ControllerAddress(LISTEN, self.controller.port)
         for s in topo.switches.values():
             net.addSwitch(s.name, cls=TestbedSwitch, record=self.record, controller=address,
                           dpid="%016x" % s.dpid,
@@ -140,8 +136,6 @@ class Emulation:
         self.log(f"fabric up in {time.monotonic() - started:.1f} s "
                  f"(controller installed {sum(len(r) for r in self.controller.rules.values())} "
                  f"rules in {waited:.1f} s)")
-
-    controller_ip = "127.0.0.1"
 
     def _address_params(self, node, port, side):
         if node not in self.topo.hosts:
@@ -166,15 +160,17 @@ class Emulation:
                         (peer.ip, peer.mac) for peer in self.topo.nic_ports()
                         if peer.port == nic.port and peer.host != h.name])
 
+    def _switch_ports(self):
+        """(interface, link) for every switch end of a link: they live in the root namespace."""
+        return [(f"{node}-eth{port}", link) for link in self.topo.links
+                for node, port in ((link.a, link.a_port), (link.b, link.b_port)) if node in self.topo.switches]
+
     def _shape_switch_ports(self):
         with shaping.netlink() as ipr:
-            for link in self.topo.links:
-                for node, port in ((link.a, link.a_port), (link.b, link.b_port)):
-                    if node in self.topo.switches:
-                        intf = f"{node}-eth{port}"
-                        with open(f"/proc/sys/net/ipv6/conf/{intf}/disable_ipv6", "w") as f:
-                            f.write("1")
-                        shaping.shape(ipr, intf, link.rate, link.queue, self.mtu)
+            for intf, link in self._switch_ports():
+                with open(f"/proc/sys/net/ipv6/conf/{intf}/disable_ipv6", "w") as f:
+                    f.write("1")
+                shaping.shape(ipr, intf, link.rate, link.queue, self.mtu)
 
     def _teardown(self):
         previous = signal.signal(signal.SIGINT, signal.SIG_IGN)   # a second Ctrl-C must not stop cleanup
