@@ -98,6 +98,8 @@ class Coordinator:
         return [got[r] for r in range(len(self.procs))]
 
     def iterate(self, count, iteration, timeout):
+        """One barrier-synchronised allreduce: its time, #wrong, and when each step ended (the
+        last rank's end, from the iteration's start): the view that shows a straggling flow."""
         for rank, proc in enumerate(self.procs):
             try:
                 proc.stdin.write(json.dumps({"count": count, "iteration": iteration}) + "\n")

@@ -162,11 +162,9 @@ def delete_interfaces(names, timeout=15.0):
 
 def leftovers():
     """Descriptions of what dead runs left behind (empty when the machine is clean)."""
-    found = []
-    live = {r.run_id for r in RunRecord.all() if r.owner_alive()}
-    for record in RunRecord.all():
-        if not record.owner_alive():
-            found.append(f"record of run {record.run_id}")
+    records = RunRecord.all()
+    live = {r.run_id for r in records if r.owner_alive()}
+    found = [f"record of run {r.run_id}" for r in records if r.run_id not in live]
     stray = sorted(b for b, run in tagged_bridges().items() if run not in live)
     if stray:
         found.append("OVS bridges " + " ".join(stray))
@@ -179,9 +177,9 @@ def live_runs():
 
 def cleanup_all():
     """Sweep every dead run's record and every tagged bridge no live run owns; return what went."""
-    removed = []
-    live = {r.run_id for r in live_runs()}
-    for record in RunRecord.all():
+    removed, records = [], RunRecord.all()
+    live = {r.run_id for r in records if r.owner_alive()}
+    for record in records:
         if record.run_id not in live:
             removed += record.data["bridges"] + record.data["interfaces"]
             record.sweep()

@@ -35,6 +35,13 @@ class PeerError(RuntimeError):
     pass
 
 
+def _stripes(view, socks):
+    """{socket: its contiguous part of view}, parts as equal as can be, empty ones left out."""
+    n = len(socks)
+    parts = {sock: view[len(view) * k // n: len(view) * (k + 1) // n] for k, sock in enumerate(socks)}
+    return {sock: part for sock, part in parts.items() if len(part)}
+
+
 class Rank:
     def __init__(self, cfg):
         self.rank, self.ranks = cfg["rank"], cfg["ranks"]
@@ -102,11 +109,7 @@ class Rank:
     def exchange(self, to, out, frm, into):
         """Send `out` to rank `to` while receiving len(into) bytes from rank `frm`, each striped in
         contiguous parts over the streams to and from that peer."""
-        n = self.streams
-        sending = {s: out[len(out) * k // n: len(out) * (k + 1) // n] for k, s in enumerate(self.out[to])}
-        receiving = {s: into[len(into) * k // n: len(into) * (k + 1) // n] for k, s in enumerate(self.inc[frm])}
-        sending = {s: v for s, v in sending.items() if len(v)}
-        receiving = {s: v for s, v in receiving.items() if len(v)}
+        sending, receiving = _stripes(out, self.out[to]), _stripes(into, self.inc[frm])
         while sending or receiving:
             readable, writable, _ = select.select(list(receiving), list(sending), [], self.timeout)
             if not readable and not writable:
