@@ -11,6 +11,10 @@ OVS_SATURATED = 0.80     # cores; bench/forwarding_capacity.py saw delivery fall
 MACHINE_SATURATED = 0.90  # fraction of all cores
 
 
+def ovs_vswitchd_pid():
+    return int(OVS_PIDFILE.read_text()) if OVS_PIDFILE.exists() else None
+
+
 def _machine_ticks():
     fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
     idle = fields[3] + fields[4]
@@ -29,7 +33,7 @@ class CpuMonitor:
     """with CpuMonitor() as cpu: <traffic>; then cpu.result() -> dict with the verdict."""
 
     def __enter__(self):
-        self.ovs_pid = int(OVS_PIDFILE.read_text()) if OVS_PIDFILE.exists() else None
+        self.ovs_pid = ovs_vswitchd_pid()
         self.ticks_per_s = os.sysconf("SC_CLK_TCK")
         self._machine = _machine_ticks()
         self._ovs = _process_ticks(self.ovs_pid)

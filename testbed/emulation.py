@@ -16,7 +16,8 @@ from mininet.log import setLogLevel
 from mininet.net import Mininet
 from mininet.node import Host, OVSSwitch
 
-from testbed import preflight, runstate, shaping
+from testbed import portbuffers, preflight, runstate, shaping
+from testbed.cpu import ovs_vswitchd_pid
 from testbed.controller import LISTEN, Controller
 from testbed.errors import TestbedError
 from testbed.routing import flow_rules
@@ -133,6 +134,8 @@ class Emulation:
         except SystemExit:  # Mininet reports errors with exit(1)
             raise TestbedError("Mininet gave up building the network (its message is above)") from None
         waited = self.controller.wait_ready({s.name: s.dpid for s in topo.switches.values()})
+        if self.datapath == "user":
+            self._size_send_buffer()
         self.log(f"fabric up in {time.monotonic() - started:.1f} s "
                  f"(controller installed {sum(len(r) for r in self.controller.rules.values())} "
                  f"rules in {waited:.1f} s)")
@@ -164,6 +167,18 @@ class Emulation:
         """(interface, link) for every switch end of a link: they live in the root namespace."""
         return [(f"{node}-eth{port}", link) for link in self.topo.links
                 for node, port in ((link.a, link.a_port), (link.b, link.b_port)) if node in self.topo.switches]
+
+    def _size_send_buffer(self):
+        """Every switch queue full must fit in ovs-vswitchd's send socket: see portbuffers."""
+        pid = ovs_vswitchd_pid()
+        need = portbuffers.needed([link.queue for _, link in self._switch_ports()], self.mtu)
+        if not self.record.raise_send_buffer(pid, need):   # OVS opens it at its first send: make one
+            h = next(iter(self.topo.hosts.values()))
+            peer = next(p for p in self.topo.nic_ports() if p.host != h.name and p.port == 0)
+            self.host(h.name).cmd(f"ping -c1 -W1 {peer.ip}")
+            if not self.record.raise_send_buffer(pid, need):
+                raise TestbedError("ovs-vswitchd has no packet socket after a ping through the fabric; "
+                                   "is it running the userspace datapath?")
 
     def _shape_switch_ports(self):
         with shaping.netlink() as ipr:

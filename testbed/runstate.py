@@ -14,6 +14,8 @@ from pathlib import Path
 
 from pyroute2 import IPRoute
 
+from testbed import portbuffers
+
 STATE_DIR = Path("/run/ai-testbed")
 TAG = "ai-testbed-run"
 CLEANUP_HINT = "run 'sudo .venv/bin/python run_scenario.py --cleanup'"
@@ -105,11 +107,28 @@ class RunRecord:
         self.data["processes"] += [[pid, start_time(pid)] for pid in pids]
         self.save()
 
+    def raise_send_buffer(self, pid, size):
+        """Raise ovs-vswitchd's send buffer to at least size bytes (see portbuffers), writing
+        down the old size first; sweep() puts it back. Returns False if OVS has no send socket."""
+        fd = portbuffers.send_socket_fd(pid)
+        if fd is None:
+            return False
+        buf = portbuffers.SendBuffer(pid, fd)
+        try:
+            self.data["send_buffer"] = [pid, start_time(pid), fd, buf.size]
+            self.save()
+            if buf.size < size:
+                buf.set(size)
+        finally:
+            buf.close()
+        return True
+
     def sweep(self):
         """Remove everything the record names that still exists, then the record itself."""
         stop_processes(self.data["processes"])
         delete_bridges(self.data["bridges"])
         delete_interfaces(self.data["interfaces"])
+        restore_send_buffer(self.data.get("send_buffer"))
         self.path.unlink(missing_ok=True)
 
 
@@ -133,6 +152,18 @@ def stop_processes(processes, grace=3.0):
             time.sleep(0.05)
         if not alive:
             return
+
+
+def restore_send_buffer(entry):
+    """Put back the send buffer size a run found, if that same ovs-vswitchd still runs."""
+    if entry:
+        pid, started, fd, size = entry
+        if running(pid, started) and portbuffers.send_socket_fd(pid) == fd:
+            buf = portbuffers.SendBuffer(pid, fd)
+            try:
+                buf.set(size)
+            finally:
+                buf.close()
 
 
 def delete_bridges(names):

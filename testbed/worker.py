@@ -13,6 +13,7 @@ import socket
 import struct
 import sys
 import time
+from collections import deque
 
 import numpy as np
 
@@ -50,6 +51,7 @@ class Rank:
         self.timeout, self.sockbuf = cfg["timeout"], cfg["sockbuf"]
         self.streams = cfg.get("streams", 1)
         self.out, self.inc = {}, {}     # peer -> [socket per stream]
+        self._incoming = {}             # socket -> the peer it receives from
 
     def _tune(self, sock):
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -90,6 +92,7 @@ class Rank:
             peer, stream = struct.unpack("!II", self._recv_exact(sock, 8))
             self.inc[peer][stream] = sock
         listener.close()
+        self._incoming = {sock: peer for peer, socks in self.inc.items() for sock in socks}
         for sock in self.sockets():
             sock.setblocking(False)
 
@@ -106,53 +109,71 @@ class Rank:
             data += part
         return data
 
-    def exchange(self, to, out, frm, into):
-        """Send `out` to rank `to` while receiving len(into) bytes from rank `frm`, each striped in
-        contiguous parts over the streams to and from that peer."""
-        sending, receiving = _stripes(out, self.out[to]), _stripes(into, self.inc[frm])
-        while sending or receiving:
-            readable, writable, _ = select.select(list(receiving), list(sending), [], self.timeout)
-            if not readable and not writable:
-                waiting = f"data from rank {frm}" if receiving else f"rank {to} to take data"
-                raise PeerError(f"rank {self.rank}: waited {self.timeout} s for {waiting}")
-            for sock in writable:
-                try:
-                    sent = sock.send(sending[sock])
-                except BlockingIOError:
-                    continue
-                except OSError as e:
-                    raise PeerError(f"rank {self.rank}: sending to rank {to} failed: {e}") from None
-                sending[sock] = sending[sock][sent:]
-                if not len(sending[sock]):
-                    del sending[sock]
-            for sock in readable:
-                try:
-                    got = sock.recv_into(receiving[sock])
-                except BlockingIOError:
-                    continue
-                except OSError as e:
-                    raise PeerError(f"rank {self.rank}: receiving from rank {frm} failed: {e}") from None
-                if got == 0:
-                    raise PeerError(f"rank {self.rank}: rank {frm} closed its connection")
-                # Jumbo frames at 10 Mbit/s leave a few segments in flight; a delayed ACK (40-200 ms)
-                # then stalls the sender and, through it, the whole step (measured: one rank in
-                # each iteration 100-200 ms late). Linux clears quickack again, so re-arm it.
-                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_QUICKACK, 1)
-                receiving[sock] = receiving[sock][got:]
-                if not len(receiving[sock]):
-                    del receiving[sock]
+    def allreduce(self, buf, staging, steps):
+        """Runs the steps; returns each step's end time.
 
-    def allreduce(self, buf, scratch, steps):
-        """Runs the steps; returns each step's end time."""
-        as_bytes, ends = lambda a: memoryview(a).cast("B"), []
-        for s in steps:
+        Every step's receive is posted up front, into its own staging buffer, and every socket
+        is read whenever it has data, also for later steps: a peer that is a step ahead is never
+        left waiting on a receive window that a busy rank does not open, nor on the delayed ACK
+        (40-200 ms) that Linux sends for data nobody reads. The sends of a step go out when its
+        data is ready, i.e. once the previous step is reduced."""
+        as_bytes = lambda a: memoryview(a).cast("B")
+        posted = {sock: deque() for sock in self.sockets() if sock in self._incoming}
+        left = []
+        for i, (s, area) in enumerate(zip(steps, staging)):
+            parts = _stripes(as_bytes(area), self.inc[s.recv_from])
+            for sock, part in parts.items():
+                posted[sock].append([i, part])
+            left.append(sum(len(part) for part in parts.values()))
+        ends = []
+        for i, s in enumerate(steps):
+            sending = _stripes(as_bytes(buf[slice(*s.send)]), self.out[s.send_to])
+            while sending or left[i]:
+                reading = [sock for sock, queue in posted.items() if queue]
+                readable, writable, _ = select.select(reading, list(sending), [], self.timeout)
+                if not readable and not writable:
+                    waiting = f"data from rank {s.recv_from}" if left[i] else f"rank {s.send_to} to take data"
+                    raise PeerError(f"rank {self.rank}: waited {self.timeout} s for {waiting}")
+                for sock in writable:
+                    self._send_some(sock, sending, s.send_to)
+                for sock in readable:
+                    self._recv_some(sock, posted[sock], left)
             lo, hi = s.recv
-            target = scratch[: hi - lo] if s.reduce else buf[lo:hi]
-            self.exchange(s.send_to, as_bytes(buf[slice(*s.send)]), s.recv_from, as_bytes(target))
             if s.reduce:
-                np.add(buf[lo:hi], target, out=buf[lo:hi])
+                np.add(buf[lo:hi], staging[i], out=buf[lo:hi])
+            else:
+                buf[lo:hi] = staging[i]
             ends.append(time.monotonic())
         return ends
+
+    def _send_some(self, sock, sending, to):
+        try:
+            sent = sock.send(sending[sock])
+        except BlockingIOError:
+            return
+        except OSError as e:
+            raise PeerError(f"rank {self.rank}: sending to rank {to} failed: {e}") from None
+        sending[sock] = sending[sock][sent:]
+        if not len(sending[sock]):
+            del sending[sock]
+
+    def _recv_some(self, sock, queue, left):
+        step, part = queue[0]
+        try:
+            got = sock.recv_into(part)
+        except BlockingIOError:
+            return
+        except OSError as e:
+            raise PeerError(f"rank {self.rank}: receiving from rank {self._incoming[sock]} failed: {e}") from None
+        if got == 0:
+            raise PeerError(f"rank {self.rank}: rank {self._incoming[sock]} closed its connection")
+        # Jumbo frames at 10 Mbit/s leave a few segments in flight; a delayed ACK then stalls the
+        # sender. Linux leaves quickack mode on its own, so re-arm it after every read.
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_QUICKACK, 1)
+        queue[0][1] = part[got:]
+        left[step] -= got
+        if not len(queue[0][1]):
+            queue.popleft()
 
 
 def say(**msg):
@@ -173,13 +194,14 @@ def main(config):
             count = cmd["count"]
             if count not in prepared:
                 prepared.clear()
+                steps = rank.schedule.steps(rank.rank, rank.ranks, count)
                 prepared[count] = (rank_input(rank.rank, count), expected_sum(rank.ranks, count),
-                                   np.empty(count, dtype=np.float32), np.empty(count, dtype=np.float32),
-                                   rank.schedule.steps(rank.rank, rank.ranks, count))
-            data, expected, buf, scratch, steps = prepared[count]
+                                   np.empty(count, dtype=np.float32),
+                                   [np.empty(s.recv[1] - s.recv[0], dtype=np.float32) for s in steps], steps)
+            data, expected, buf, staging, steps = prepared[count]
             np.copyto(buf, data)
             t0 = time.monotonic()
-            ends = rank.allreduce(buf, scratch, steps)
+            ends = rank.allreduce(buf, staging, steps)
             say(iteration=cmd["iteration"], t0=t0, t1=ends[-1] if ends else t0, steps=ends,
                 wrong=int(np.count_nonzero(buf != expected)))
     except (PeerError, OSError) as e:

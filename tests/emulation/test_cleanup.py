@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from testbed import runstate
+from testbed import portbuffers, runstate
+from testbed.cpu import ovs_vswitchd_pid
 from testbed.emulation import Emulation
 from testbed.errors import TestbedError
 from testbed.routing import deterministic_routes
@@ -95,3 +96,22 @@ def test_killed_run_is_swept_by_cleanup(run_dir, clean_machine):
     subprocess.run([sys.executable, "run_scenario.py", "--cleanup"], cwd=PROJECT, check=True,
                    capture_output=True)
     assert alive([p for r in records for p in r.data["processes"]]) == []
+    for pid, _, fd, size in [r.data["send_buffer"] for r in records if "send_buffer" in r.data]:
+        buf = portbuffers.SendBuffer(pid, fd)
+        assert buf.size == size   # ovs-vswitchd's send buffer is back to what the run found
+        buf.close()
+
+
+def test_send_buffer_of_ovs_is_sized_for_every_queue_and_restored_after(run_dir, clean_machine):
+    topo, routes = small()
+    pid = ovs_vswitchd_pid()
+    with Emulation(topo, routes, run_dir, log=lambda m: None) as emu:
+        if emu.datapath != "user":
+            pytest.skip("only the userspace datapath sends through a packet socket")
+        fd = portbuffers.send_socket_fd(pid)
+        during = portbuffers.SendBuffer(pid, fd)
+        needed = portbuffers.needed([link.queue for _, link in emu._switch_ports()], emu.mtu)
+        assert during.size >= needed
+    found_size = emu.record.data["send_buffer"][3]
+    assert during.size == found_size
+    during.close()
