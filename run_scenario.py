@@ -24,6 +24,8 @@ def parser():
 
 
 def main(argv):
+    if not set(argv) & (set(SCENARIOS) | {"--list", "--cleanup", "-h", "--help"}):
+        argv = [DEFAULT] + argv   # options alone are the default scenario's
     args = parser().parse_args(argv)
     if args.list:
         for name, module in SCENARIOS.items():
@@ -35,8 +37,6 @@ def main(argv):
             removed = runstate.cleanup_all()
             print("removed: " + " ".join(removed) if removed else "nothing to clean up")
             return 0
-        if args.scenario is None:
-            args = parser().parse_args(argv + [DEFAULT])
         module = SCENARIOS[args.scenario]
         return module.run(args, run_folder(args.scenario, args.results))
     except TestbedError as e:

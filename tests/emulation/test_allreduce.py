@@ -29,15 +29,21 @@ def test_every_result_matches_numpy(rows):
 
 def test_hdrm_beats_plain_hd_at_large_size(rows):
     # plain HD in rank order puts 2 flows on a link in its largest steps, HDRM never more than 1
-    # (route model: 1.9x; measured here 2.3x)
-    assert row(rows, "hdrm", LARGE)["busbw_MBps"] >= 1.3 * row(rows, "hd", LARGE)["busbw_MBps"]
+    # (route model: 1.9x; measured 2.07 in the default scenario)
+    hdrm, hd = row(rows, "hdrm", LARGE), row(rows, "hd", LARGE)
+    assert hdrm["busbw_MBps"] >= 1.3 * hd["busbw_MBps"], (hdrm, hd)
+
+
+def test_topology_aware_ring_reaches_the_link_rate_at_large_size(rows):
+    ring_topo = row(rows, "ring_topo", LARGE)
+    assert ring_topo["busbw_over_link"] >= 0.8, ring_topo
 
 
 def test_hd_family_beats_ring_on_small_messages(rows):
-    # 2 log2(16) = 8 steps against Ring's 30
-    ring = row(rows, "ring", SMALL)["time_us"]
-    assert row(rows, "hdrm", SMALL)["time_us"] < ring
-    assert row(rows, "hd", SMALL)["time_us"] < ring
+    # 2 log2(16) = 8 steps against Ring's 30 (measured: HDRM 0.29-0.41 of Ring's time)
+    ring = row(rows, "ring", SMALL)
+    assert row(rows, "hdrm", SMALL)["time_us"] <= 0.6 * ring["time_us"], (row(rows, "hdrm", SMALL), ring)
+    assert row(rows, "hd", SMALL)["time_us"] < ring["time_us"]
 
 
 def test_summary_names_winners(rows):
