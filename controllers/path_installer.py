@@ -1,7 +1,9 @@
 """Proactive path installer: an os-ken (Ryu) app that puts the testbed's routes into each switch.
 
-The routes come from ``testbed.routing`` as a JSON file, ``{dpid: [[src ip, dst ip, out port]]}``.
-When a switch connects, every rule for it is installed at once, then a table-miss rule that drops.
+The routes come from ``testbed.routing`` as a JSON file, ``{dpid: [[src ip, dst ip, [out ports]]]}``
+(src ip null: any source). One out port is an output action; several are a select group, whose
+bucket Open vSwitch picks by a hash of the 5-tuple (ECMP). When a switch connects, every group
+and rule for it is installed at once, then a table-miss rule that drops.
 ARP never reaches the switches: the testbed gives every host static neighbour entries.
 """
 import json
@@ -29,15 +31,32 @@ class PathInstaller(app_manager.OSKenApp):
     def switch_features_handler(self, ev):
         datapath = ev.msg.datapath
         parser = datapath.ofproto_parser
-        rules = self.rules.get(datapath.id, [])
-        for src, dst, out_port in rules:
-            match = parser.OFPMatch(eth_type=ether.ETH_TYPE_IP, ipv4_src=src, ipv4_dst=dst)
-            self.add_flow(datapath, ROUTE_PRIORITY, match, [parser.OFPActionOutput(out_port)])
+        rules, groups = self.rules.get(datapath.id, []), {}
+        for src, dst, out_ports in rules:
+            fields = {"eth_type": ether.ETH_TYPE_IP, "ipv4_dst": dst}
+            if src is not None:
+                fields["ipv4_src"] = src
+            if len(out_ports) == 1:
+                actions = [parser.OFPActionOutput(out_ports[0])]
+            else:
+                key = tuple(out_ports)
+                if key not in groups:
+                    groups[key] = len(groups) + 1
+                    self.add_select_group(datapath, groups[key], out_ports)
+                actions = [parser.OFPActionGroup(groups[key])]
+            self.add_flow(datapath, ROUTE_PRIORITY, parser.OFPMatch(**fields), actions)
         self.add_flow(datapath, 0, parser.OFPMatch(), [])
-        self.logger.info("dpid %d: %d route rules installed", datapath.id, len(rules))
+        self.logger.info("dpid %d: %d route rules, %d select groups installed", datapath.id, len(rules), len(groups))
 
     def add_flow(self, datapath, priority, match, actions):
         ofproto, parser = datapath.ofproto, datapath.ofproto_parser
         inst = [parser.OFPInstructionActions(ofproto.OFPIT_APPLY_ACTIONS, actions)] if actions else []
         datapath.send_msg(parser.OFPFlowMod(datapath=datapath, priority=priority,
                                             match=match, instructions=inst))
+
+    def add_select_group(self, datapath, group_id, out_ports):
+        ofproto, parser = datapath.ofproto, datapath.ofproto_parser
+        buckets = [parser.OFPBucket(weight=1, watch_port=ofproto.OFPP_ANY, watch_group=ofproto.OFPG_ANY,
+                                    actions=[parser.OFPActionOutput(port)]) for port in out_ports]
+        datapath.send_msg(parser.OFPGroupMod(datapath, ofproto.OFPGC_ADD, ofproto.OFPGT_SELECT,
+                                             group_id, buckets))

@@ -80,9 +80,11 @@ def _raise_exit(signum, _frame):
 
 
 class Emulation:
-    def __init__(self, topo, routes, run_dir, mtu=DEFAULT_MTU, log=print, refuse_overload=True):
-        """refuse_overload=False lets a benchmark offer more than the emulator carries faithfully."""
+    def __init__(self, topo, routes, run_dir, mtu=DEFAULT_MTU, log=print, refuse_overload=True, rules=None):
+        """routes: the deterministic routes, or None with `rules` from routing.ecmp_rules.
+        refuse_overload=False lets a benchmark offer more than the emulator carries faithfully."""
         self.topo, self.routes, self.run_dir, self.mtu, self.log = topo, routes, run_dir, mtu, log
+        self.rules = rules if rules is not None else flow_rules(topo, routes)
         self.refuse_overload = refuse_overload
         self.net = self.controller = self.record = None
         self.datapath = None
@@ -107,7 +109,7 @@ class Emulation:
         topo, started = self.topo, time.monotonic()
         self.record = runstate.RunRecord.create()
         self.record.add(bridges=list(topo.switches), interfaces=[intf for intf, _ in self._switch_ports()])
-        self.controller = Controller(flow_rules(topo, self.routes), self.run_dir)
+        self.controller = Controller(self.rules, self.run_dir)
         self.record.add(pids=[self.controller.start()])
 
         setLogLevel("warning")

@@ -9,6 +9,12 @@ distinct paths) are ordered by the OpenFlow port numbers taken at each switch, a
 of paths) for a flow from host a to host b. On BiGraph (c = 1) that is the unique switch path
 between opposite layers, and for two hosts of one layer the relay switch (a.index + b.index)
 mod (n/2); BiGraph chooses among parallel links as its ``pick_route`` explains.
+
+``ecmp``: every switch forwards by destination over all its equal-cost next hops (parallel links
+counted separately), as an OpenFlow select group. Open vSwitch picks the bucket by a hash of the
+5-tuple (its default select method: dp_hash, symmetric L4, basis 0), the same function on every
+switch, as in real switches. Which link a flow takes is therefore known only once it runs; the
+collision probe measures it.
 """
 from collections import deque
 from dataclasses import dataclass
@@ -104,13 +110,48 @@ def deterministic_routes(topo):
     return routes
 
 
+ROUTING_MODES = ("deterministic", "ecmp")
+
+
 def flow_rules(topo, routes):
-    """What the controller installs: {dpid: [[src ip, dst ip, out port], ...]}."""
+    """What the controller installs for `deterministic` routes:
+    {dpid: [[src ip, dst ip, [out port]], ...]}."""
     rules = {s.dpid: [] for s in topo.switches.values()}
     for (src_ip, dst_ip), route in sorted(routes.items()):
         for hop in route.hops:
-            rules[topo.switches[hop.switch].dpid].append([src_ip, dst_ip, hop.out_port])
+            rules[topo.switches[hop.switch].dpid].append([src_ip, dst_ip, [hop.out_port]])
     return rules
+
+
+def ecmp_rules(topo):
+    """What the controller installs for `ecmp`: {dpid: [[None, dst ip, [out ports]], ...]}, one
+    rule per destination NIC port on every switch that reaches it, listing every equal-cost next
+    hop (two or more become a select group)."""
+    finder, adjacency = PathFinder(topo), topo.switch_adjacency()
+    rules = {s.dpid: [] for s in topo.switches.values()}
+    for dst in topo.nic_ports():
+        home, home_port = topo.attachment(dst)
+        dist = finder.distances_to(home)
+        for name, switch in topo.switches.items():
+            if name == home:
+                ports = [home_port]
+            elif name in dist:
+                ports = [port for port, neighbour, _ in adjacency[name] if dist.get(neighbour) == dist[name] - 1]
+            else:
+                continue
+            rules[switch.dpid].append([None, dst.ip, ports])
+    return rules
+
+
+def rules_for(topo, mode):
+    """The controller's rules for a routing mode, and the routes a flow takes where they are known
+    in advance (None for ecmp)."""
+    if mode == "deterministic":
+        routes = deterministic_routes(topo)
+        return flow_rules(topo, routes), routes
+    if mode == "ecmp":
+        return ecmp_rules(topo), None
+    raise ValueError(f"routing mode {mode!r}: use one of {', '.join(ROUTING_MODES)}")
 
 
 def link_load(routes, pairs):

@@ -1,5 +1,7 @@
 """Routes and the rules the controller installs: plain data, no root."""
-from testbed.routing import deterministic_routes, flow_rules, link_load
+import pytest
+
+from testbed.routing import deterministic_routes, ecmp_rules, flow_rules, link_load, rules_for
 from testbed.topologies import BiGraph, LeafSpine
 
 
@@ -34,3 +36,27 @@ def test_link_load_counts_shared_links():
     routes = deterministic_routes(topo)
     load = link_load(routes, [("10.0.0.1", "10.0.0.3"), ("10.0.0.2", "10.0.0.4")])
     assert max(load.values()) == 2
+
+
+def test_ecmp_rules_list_every_equal_cost_next_hop():
+    topo = LeafSpine(4, 4, 4)
+    rules = ecmp_rules(topo)
+    leaf0 = topo.switches[topo.attachment(topo.hosts["h0"].ports[0])[0]]
+    by_dst = {dst: ports for src, dst, ports in rules[leaf0.dpid]}
+    assert all(src is None for src, _, _ in rules[leaf0.dpid])
+    assert len(by_dst) == 16                          # one rule per destination
+    assert len(by_dst["10.0.0.2"]) == 1               # a host on the same leaf: its port
+    assert len(by_dst["10.0.0.16"]) == 4              # another leaf: one uplink per spine
+    spines = [s for s in topo.switches.values() if s.label.startswith("spine")]
+    assert len(spines) == 4
+    for spine in spines:                              # one way down to every host
+        assert len(rules[spine.dpid]) == 16 and all(len(p) == 1 for _, _, p in rules[spine.dpid])
+
+
+def test_routing_modes():
+    topo = BiGraph(1, 4)
+    rules, routes = rules_for(topo, "deterministic")
+    assert routes and rules == flow_rules(topo, routes)
+    assert rules_for(topo, "ecmp")[1] is None
+    with pytest.raises(ValueError, match="deterministic, ecmp"):
+        rules_for(topo, "random")

@@ -2,10 +2,11 @@
 import numpy as np
 import pytest
 
+from testbed.collisions import predicted_loads
 from testbed.errors import TestbedError
 from testbed.placements import place
-from testbed.routing import deterministic_routes, link_load
-from testbed.schedules import HalvingDoubling, Ring, simulate, step_pairs
+from testbed.routing import deterministic_routes
+from testbed.schedules import HalvingDoubling, Ring, simulate
 from testbed.topologies import BiGraph, LeafSpine
 from testbed.worker import expected_sum, rank_input
 
@@ -43,10 +44,7 @@ def test_hd_refuses_non_power_of_two(ranks):
 
 def max_load_per_step(variant, topo):
     schedule, hosts = place(variant, topo)
-    routes = deterministic_routes(topo)
-    ip = lambda r: topo.hosts[hosts[r]].ports[0].ip
-    return [max(link_load(routes, [(ip(a), ip(b)) for a, b in pairs]).values())
-            for pairs in step_pairs(schedule, len(hosts))]
+    return [max(load.values()) for load in predicted_loads(schedule, hosts, topo, deterministic_routes(topo))]
 
 
 @pytest.mark.parametrize("m,n,c", [(1, 8, 1), (2, 8, 1), (4, 8, 1), (4, 16, 1), (8, 8, 2), (2, 4, 1)])

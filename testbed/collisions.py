@@ -1,0 +1,159 @@
+"""The collision probe: which flows crossed which switch-to-switch link in each collective step.
+
+Capture: tcpdump on the sending end of every directed switch-to-switch link (root namespace,
+`-Q out`), bounded by a BPF filter, a snap length of 96 bytes, a packet cap and a time cap, into
+one pcap per link. Analysis: scapy reads the pcaps back and attributes every data-carrying packet
+to its flow by 5-tuple. A flow is one connection, from one rank to one peer, and keeps its path
+(a fixed 5-tuple hashes the same way every time), so the schedule says in which steps it carries
+data and how much: a link is *collided* in a step when two or more of that step's flows crossed
+it. Attributing by schedule, not by clock, keeps ranks that run a step ahead from blurring the
+steps. The bytes captured on each link are checked against the OpenFlow port counters of the
+switch that sent them.
+
+Prediction: with deterministic routes the load of every link in every step follows from the
+schedule (`predicted_loads`); with ECMP it depends on the 5-tuple hash and only the probe knows.
+"""
+import re
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from scapy.layers.inet import IP, TCP
+from scapy.utils import PcapReader
+
+from testbed.errors import TestbedError
+from testbed.routing import link_load
+from testbed.schedules import step_pairs
+
+SNAPLEN = 96
+
+
+def predicted_loads(schedule, hosts, topo, routes):
+    """For each step, {directed link: flows} when every rank sends at once over `routes`."""
+    ip = lambda rank: topo.hosts[hosts[rank]].ports[0].ip
+    return [link_load(routes, [(ip(a), ip(b)) for a, b in pairs]) for pairs in step_pairs(schedule, len(hosts))]
+
+
+def fabric_links(topo):
+    """[(interface, (switch, port))] for the sending end of every directed switch-to-switch link."""
+    out = []
+    for link in topo.links:
+        if link.a in topo.switches and link.b in topo.switches:
+            out += [(f"{link.a}-eth{link.a_port}", (link.a, link.a_port)),
+                    (f"{link.b}-eth{link.b_port}", (link.b, link.b_port))]
+    return out
+
+
+def port_tx_bytes(bridge, port):
+    out = subprocess.run(["ovs-ofctl", "-O", "OpenFlow13", "dump-ports", bridge, str(port)],
+                         capture_output=True, text=True, check=True).stdout
+    return int(re.search(r"tx pkts=\d+, bytes=(\d+)", out).group(1))
+
+
+class LinkCapture:
+    """with LinkCapture(emu, folder) as cap: <traffic>; then cap.packets, cap.counter_bytes."""
+
+    def __init__(self, emu, folder, bpf="tcp", max_packets=400000, max_seconds=900):
+        self.emu, self.folder = emu, Path(folder)
+        self.bpf, self.max_packets, self.max_seconds = bpf, max_packets, max_seconds
+        self.links = fabric_links(emu.topo)
+        self.procs, self.kernel_drops = [], 0
+
+    def __enter__(self):
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self._counters = {link: port_tx_bytes(*link) for _, link in self.links}
+        for intf, _ in self.links:
+            proc = subprocess.Popen(
+                ["timeout", str(self.max_seconds), "tcpdump", "-i", intf, "-Q", "out", "-n", "-U", "-Z", "root",
+                 "-s", str(SNAPLEN), "-c", str(self.max_packets), "-w", str(self.folder / f"{intf}.pcap"), self.bpf],
+                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            self.emu.record.add(pids=[proc.pid])
+            self.procs.append(proc)
+        for proc in self.procs:   # tcpdump says "listening on ..." once its filter is attached
+            line = proc.stderr.readline()
+            if "listening" not in line:
+                self._stop()
+                raise TestbedError(f"tcpdump did not start: {line.strip()}")
+        return self
+
+    def __exit__(self, *exc):
+        time.sleep(0.5)   # let tcpdump read what the kernel holds for it
+        self._stop()
+        self.counter_bytes = {link: port_tx_bytes(*link) - self._counters[link] for _, link in self.links}
+        self.packets = {link: read_packets(self.folder / f"{intf}.pcap") for intf, link in self.links}
+
+    def _stop(self):
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGINT)   # timeout(1) passes it on; tcpdump flushes and reports
+        for proc in self.procs:
+            try:
+                err = proc.communicate(timeout=10)[1]
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                err = proc.communicate()[1]
+            found = re.search(r"(\d+) packets dropped by kernel", err or "")
+            self.kernel_drops += int(found.group(1)) if found else 0
+
+
+def read_packets(path):
+    """[(wall time, flow 5-tuple, bytes on the wire, carries data)] from a pcap."""
+    out = []
+    with PcapReader(str(path)) as reader:
+        for pkt in reader:
+            if IP not in pkt or TCP not in pkt:
+                continue
+            ip, tcp = pkt[IP], pkt[TCP]
+            payload = ip.len - 4 * ip.ihl - 4 * tcp.dataofs
+            flow = (ip.src, tcp.sport, ip.dst, tcp.dport)
+            out.append((float(pkt.time), flow, pkt.wirelen, payload > 0))
+    return out
+
+
+def flows_by_link(packets):
+    """{link: {(src ip, dst ip): data bytes on the wire}} (one connection per direction and peer)."""
+    out = {}
+    for link, pkts in packets.items():
+        for _, (src, _, dst, _), size, data in pkts:
+            if data:
+                cell = out.setdefault(link, {})
+                cell[src, dst] = cell.get((src, dst), 0) + size
+    return out
+
+
+def step_flows(schedule, hosts, topo, count):
+    """For each step, {(src ip, dst ip): bytes the schedule sends} (4 bytes per element)."""
+    ip = lambda rank: topo.hosts[hosts[rank]].ports[0].ip
+    plans = [schedule.steps(r, len(hosts), count) for r in range(len(hosts))]
+    return [{(ip(r), ip(plan[i].send_to)): 4 * (plan[i].send[1] - plan[i].send[0]) for r, plan in enumerate(plans)}
+            for i in range(len(plans[0]))]
+
+
+def per_step(by_link, steps):
+    """For each step and link its flows crossed: the flows, their bytes (each flow's bytes on the
+    link shared among its steps in proportion to what the schedule sends), collided or not."""
+    totals = {}
+    for flows in steps:
+        for flow, size in flows.items():
+            totals[flow] = totals.get(flow, 0) + size
+    rows = []
+    for step, flows in enumerate(steps):
+        for link, seen in sorted(by_link.items()):
+            here = [f for f in flows if seen.get(f) and flows[f]]
+            if here:
+                rows.append({"step": step, "link": f"{link[0]}:{link[1]}", "flows": len(here),
+                             "bytes": round(sum(seen[f] * flows[f] / totals[f] for f in here)),
+                             "collided": len(here) >= 2})
+    return rows
+
+
+def summarize(rows, steps):
+    """Per step: links used, collided links (2+ of the step's flows), the most flows on one link."""
+    out = []
+    for step in range(steps):
+        mine = [r for r in rows if r["step"] == step]
+        out.append({"step": step, "links_used": len(mine),
+                    "collided_links": [r["link"] for r in mine if r["collided"]],
+                    "max_flows_per_link": max((r["flows"] for r in mine), default=0)})
+    return out
