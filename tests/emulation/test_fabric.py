@@ -1,12 +1,11 @@
 """Real packets through Mininet + Open vSwitch + the os-ken controller."""
 import subprocess
-import threading
 
 import pytest
 
-from testbed import shaping
 from testbed.emulation import Emulation
 from testbed.fidelity import longest_route, reachability, run_flows, spread_pairs
+from testbed.queues import QueueSampler
 from testbed.routing import deterministic_routes
 from testbed.topologies import BiGraph
 
@@ -61,7 +60,7 @@ def test_a_shared_switch_queue_fills_to_its_limit_and_drops_there(bigraph):
     route = bigraph.routes[topo.hosts["h0"].ports[0].ip, topo.hosts["h8"].ports[0].ip]
     shared = f"{route.hops[0].switch}-eth{route.hops[0].out_port}"
     payload = bigraph.mtu - 28
-    with QueueWatch(shared) as queue:
+    with QueueSampler(shared, interval=0.01) as queue:
         floods = [bigraph.popen(src, ["ping", "-q", "-i", "0.002", "-c", "1000", "-s", str(payload),
                                       topo.hosts[dst].ports[0].ip], stdout=subprocess.DEVNULL)
                   for src, dst in [("h0", "h8"), ("h1", "h9")]]
@@ -71,29 +70,4 @@ def test_a_shared_switch_queue_fills_to_its_limit_and_drops_there(bigraph):
     assert queue.max_qlen >= 0.9 * limit, queue.max_qlen
     assert queue.drops > 0
 
-
-class QueueWatch:
-    """The largest backlog (packets) and the drops of a root-namespace interface's FIFO, polled
-    every 10 ms while the block runs."""
-
-    def __init__(self, ifname):
-        self.ifname, self.max_qlen, self.drops = ifname, 0, 0
-        self._done = threading.Event()
-
-    def _poll(self):
-        with shaping.netlink() as ipr:
-            first = shaping.queue_stats(ipr, self.ifname)["drops"]
-            while not self._done.wait(0.01):
-                stats = shaping.queue_stats(ipr, self.ifname)
-                self.max_qlen = max(self.max_qlen, stats["qlen"])
-                self.drops = stats["drops"] - first
-
-    def __enter__(self):
-        self._thread = threading.Thread(target=self._poll, daemon=True)
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._done.set()
-        self._thread.join()
 

@@ -1,0 +1,63 @@
+"""Timestamped probe packets through a queue, sent and received with scapy.
+
+    python -m testbed.incast_probe send DST_IP INTERVAL DURATION
+        says {"ready": true} once scapy is loaded, reads START from stdin, and from
+        time.monotonic() == START sends one small UDP packet every INTERVAL s for DURATION s, each
+        carrying its sequence number and the wall time (time.time()) just before sending
+    python -m testbed.incast_probe recv IFACE
+        captures them from when it says {"ready": true} until a line arrives on stdin, then prints
+        one JSON line: [[seq, sent, received], ...], the received time being the kernel's capture
+        timestamp (wall clock, which every namespace shares)
+
+One-way delay = received - sent; its excess over the smallest is the time spent queued.
+"""
+import json
+import struct
+import sys
+import time
+
+from scapy.all import IP, UDP, AsyncSniffer, Raw
+from scapy.supersocket import L3RawSocket
+
+PORT = 9999
+FORMAT = "!Id"
+
+
+def send(dst, interval, duration):
+    # A raw IP socket: the kernel routes and resolves the MAC (static ARP here), whereas scapy's
+    # default L3 socket would ARP by itself, and the fabric carries no ARP.
+    sock = L3RawSocket()
+    try:
+        print(json.dumps({"ready": True}), flush=True)
+        start = float(sys.stdin.readline())
+        time.sleep(max(0.0, start - time.monotonic()))
+        seq, end = 0, time.monotonic() + duration
+        next_at = time.monotonic()
+        while next_at < end:
+            time.sleep(max(0.0, next_at - time.monotonic()))
+            sock.send(IP(dst=dst) / UDP(sport=PORT, dport=PORT) / Raw(struct.pack(FORMAT, seq, time.time())))
+            seq, next_at = seq + 1, next_at + interval
+    finally:
+        sock.close()
+
+
+def recv(iface):
+    sniffer = AsyncSniffer(iface=iface, filter=f"udp dst port {PORT}", store=True)
+    sniffer.start()
+    print(json.dumps({"ready": True}), flush=True)
+    sys.stdin.readline()
+    time.sleep(0.2)
+    got = sniffer.stop()
+    out = []
+    for pkt in got:
+        if Raw in pkt and len(pkt[Raw].load) >= struct.calcsize(FORMAT):
+            seq, sent = struct.unpack(FORMAT, pkt[Raw].load[:struct.calcsize(FORMAT)])
+            out.append([seq, sent, float(pkt.time)])
+    print(json.dumps(out), flush=True)
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "send":
+        send(sys.argv[2], float(sys.argv[3]), float(sys.argv[4]))
+    else:
+        recv(sys.argv[2])
