@@ -9,6 +9,7 @@ import time
 from scenarios import fabric_check
 from scenarios.options import add_fabric_arguments
 from testbed import cpu as cpu_report
+from testbed import plots
 from testbed.allreduce import Coordinator, emulation_launcher, summarize, table_header, table_row
 from testbed.cpu import CpuMonitor
 from testbed.emulation import Emulation
@@ -139,5 +140,6 @@ def run(args, out):
     write_json(out / "allreduce.json", {"scenario": NAME, "topology": topo.name, "rate_mbit": topo.rate,
                                         "mtu": args.mtu, "datapath": emu.datapath, "rows": rows,
                                         "summary": cmp, "fidelity": fidelity, "seconds": round(time.monotonic() - started, 1)})
-    print(f"results: {out / 'allreduce.csv'} {out / 'allreduce.json'}")
+    plots.busbw_by_size(rows, out / "busbw.png", topo.rate)
+    print(f"results: {out / 'allreduce.csv'} {out / 'allreduce.json'} {out / 'busbw.png'}")
     return 0 if cmp["wrong"] == 0 else 1

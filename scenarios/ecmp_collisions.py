@@ -10,7 +10,7 @@ import shutil
 import time
 
 from scenarios.options import add_fabric_arguments
-from testbed import collisions
+from testbed import collisions, plots
 from testbed.allreduce import Coordinator, emulation_launcher, summarize
 from testbed.cpu import CpuMonitor
 from testbed.emulation import Emulation
@@ -136,5 +136,9 @@ def run(args, out):
     write_csv(out / "ecmp_links.csv", links)
     write_json(out / "ecmp_collisions.json", {"scenario": NAME, "rows": rows, "summary": cmp,
                                               "seconds": round(time.monotonic() - started, 1)})
-    print(f"results: {out / 'ecmp_trials.csv'} {out / 'ecmp_links.csv'} {out / 'ecmp_collisions.json'}")
+    first = [r for r in rows if r["trial"] == 0]
+    plots.flows_heatmap([(f"{r['case']} (trial 0)", r["per_link"], len(r["per_step"])) for r in first],
+                        out / "flows_per_link.png")
+    print(f"results: {out / 'ecmp_trials.csv'} {out / 'ecmp_links.csv'} {out / 'ecmp_collisions.json'} "
+          f"{out / 'flows_per_link.png'}")
     return 0 if cmp["wrong"] == 0 else 1

@@ -14,6 +14,7 @@ import time
 import numpy as np
 
 from scenarios.options import add_fabric_arguments
+from testbed import plots
 from testbed.controller import PROJECT
 from testbed.cpu import CpuMonitor
 from testbed.emulation import Emulation
@@ -167,5 +168,6 @@ def run(args, out):
     write_json(out / "incast.json", {"scenario": NAME, "topology": topo.name, "rate_mbit": topo.rate,
                                      "queue": topo.queue, "mtu": args.mtu, "rows": rows,
                                      "seconds": round(time.monotonic() - started, 1)})
-    print(f"results: {out / 'incast.csv'} {out / 'incast_timeseries.csv'} {out / 'incast.json'}")
+    plots.queue_over_time(series, out / "queue.png", topo.queue)
+    print(f"results: {out / 'incast.csv'} {out / 'incast_timeseries.csv'} {out / 'incast.json'} {out / 'queue.png'}")
     return 0

@@ -15,7 +15,7 @@ def rows(tmp_path_factory):
     with Emulation(topo, deterministic_routes(topo), tmp_path_factory.mktemp("allreduce"),
                    log=lambda m: None) as emu:
         return measure(emu, plan(topo, ["ring", "ring_topo", "hd", "hdrm"]), [SMALL, LARGE],
-                       warmup=1, iters=3, progress=lambda line: None)
+                       warmup=1, iters=5, progress=lambda line: None)
 
 
 def row(rows, algorithm, size):
