@@ -64,7 +64,7 @@ def measure(emu, plans, size_list, warmup, iters, progress=print):
     progress(table_header() + "  emulator")
     for name, (schedule, hosts) in plans.items():
         addresses, launch = emulation_launcher(emu, hosts)
-        with Coordinator(schedule.name, addresses, launch) as coordinator:
+        with Coordinator(schedule.name, addresses, launch, pacing=link_bytes) as coordinator:
             for size in size_list:
                 done += 1
                 timeout = 60 + 40 * size / link_bytes

@@ -64,7 +64,7 @@ def run_case(label, topo, mode, variant, args, out, progress=print):
     with Emulation(topo, routes, out / label, mtu=args.mtu, rules=rules, log=progress) as emu:
         for trial in range(args.trials):
             addresses, launch = emulation_launcher(emu, hosts)
-            with Coordinator(schedule.name, addresses, launch) as coordinator:
+            with Coordinator(schedule.name, addresses, launch, pacing=topo.rate * 1e6 / 8) as coordinator:
                 coordinator.iterate(count, 0, timeout=120)          # warmup: connections and windows
                 with CpuMonitor() as cpu, collisions.LinkCapture(emu, out / label / f"trial{trial}") as cap:
                     results = [coordinator.iterate(count, i + 1, timeout=120) for i in range(args.iters)]
