@@ -54,12 +54,12 @@ def run_case(label, topo, mode, variant, args, out, progress=print):
     """Rows, one per trial, each with its busbw, per-step probe results and the CPU verdict."""
     rules, routes = rules_for(topo, mode)
     schedule, hosts = place(variant, topo)
-    flows = collisions.step_flows(schedule, hosts, topo, args.bytes // 4)
+    count, rows = args.bytes // 4, []
+    flows = collisions.step_flows(schedule, hosts, topo, count)
     fabric = {link for _, link in collisions.fabric_links(topo)}
     predicted = None if routes is None else sum(   # steps with 2+ flows on a switch-to-switch link
         1 for load in collisions.predicted_loads(schedule, hosts, topo, routes)
         if max((n for link, n in load.items() if link in fabric), default=0) >= 2)
-    count, rows = args.bytes // 4, []
     (out / label).mkdir(parents=True, exist_ok=True)
     with Emulation(topo, routes, out / label, mtu=args.mtu, rules=rules, log=progress) as emu:
         for trial in range(args.trials):

@@ -16,6 +16,7 @@ import numpy as np
 
 from testbed.controller import PROJECT, free_port
 from testbed.errors import TestbedError
+from testbed.placements import rank_ips
 
 WORKER = [sys.executable, "-m", "testbed.worker"]
 ELEMENT = 4   # float32
@@ -37,7 +38,7 @@ def loopback_launcher(ranks):
 
 def emulation_launcher(emu, hosts, port=7000):
     """(addresses, launch) for rank r inside host hosts[r], on its first NIC port."""
-    addresses = [(emu.topo.hosts[h].ports[0].ip, port) for h in hosts]
+    addresses = [(ip, port) for ip in rank_ips(emu.topo, hosts)]
 
     def launch(rank, argv):
         return emu.popen(hosts[rank], argv, cwd=PROJECT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,

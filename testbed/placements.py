@@ -8,6 +8,11 @@ from testbed.schedules import HalvingDoubling, Ring
 from testbed.topologies import BiGraph
 
 
+def rank_ips(topo, hosts):
+    """The address each rank uses: its host's first NIC port."""
+    return [topo.hosts[h].ports[0].ip for h in hosts]
+
+
 def rank_order(topo):
     return [h.name for h in sorted(topo.hosts.values(), key=lambda h: h.index)]
 

@@ -51,7 +51,8 @@ def send_socket_fd(pid):
 
 
 class SendBuffer:
-    """Process pid's send socket, duplicated into this process: read and set its send buffer."""
+    """with SendBuffer(pid, fd) as buf: process pid's socket fd, duplicated into this process, to
+    read (buf.size) and set (buf.set) its send buffer."""
 
     def __init__(self, pid, fd):
         pidfd = os.pidfd_open(pid)
@@ -70,5 +71,8 @@ class SendBuffer:
     def set(self, size):
         self.sock.setsockopt(socket.SOL_SOCKET, SO_SNDBUFFORCE, size // 2)   # the kernel doubles it
 
-    def close(self):
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
         self.sock.close()

@@ -1,4 +1,5 @@
 """The egress FIFO of one interface in the root namespace (a switch port), sampled over time."""
+import bisect
 import threading
 import time
 
@@ -39,5 +40,5 @@ class QueueSampler:
 
     def backlog_at(self, t):
         """Bytes queued at wall time t: the last sample taken at or before t."""
-        before = [s for s in self.samples if s[0] <= t]
-        return before[-1][2] if before else 0
+        i = bisect.bisect_right(self.samples, t, key=lambda s: s[0])
+        return self.samples[i - 1][2] if i else 0

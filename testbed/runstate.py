@@ -113,14 +113,11 @@ class RunRecord:
         fd = portbuffers.send_socket_fd(pid)
         if fd is None:
             return False
-        buf = portbuffers.SendBuffer(pid, fd)
-        try:
+        with portbuffers.SendBuffer(pid, fd) as buf:
             self.data["send_buffer"] = [pid, start_time(pid), fd, buf.size]
             self.save()
             if buf.size < size:
                 buf.set(size)
-        finally:
-            buf.close()
         return True
 
     def sweep(self):
@@ -159,11 +156,8 @@ def restore_send_buffer(entry):
     if entry:
         pid, started, fd, size = entry
         if running(pid, started) and portbuffers.send_socket_fd(pid) == fd:
-            buf = portbuffers.SendBuffer(pid, fd)
-            try:
+            with portbuffers.SendBuffer(pid, fd) as buf:
                 buf.set(size)
-            finally:
-                buf.close()
 
 
 def delete_bridges(names):

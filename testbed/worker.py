@@ -128,7 +128,7 @@ class Rank:
         (40-200 ms) that Linux sends for data nobody reads. The sends of a step go out when its
         data is ready, i.e. once the previous step is reduced."""
         as_bytes = lambda a: memoryview(a).cast("B")
-        posted = {sock: deque() for sock in self.sockets() if sock in self._incoming}
+        posted = {sock: deque() for sock in self._incoming}
         left = []
         for i, (s, area) in enumerate(zip(steps, staging)):
             parts = _stripes(as_bytes(area), self.inc[s.recv_from])

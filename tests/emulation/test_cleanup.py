@@ -97,9 +97,8 @@ def test_killed_run_is_swept_by_cleanup(run_dir, clean_machine):
                    capture_output=True)
     assert alive([p for r in records for p in r.data["processes"]]) == []
     for pid, _, fd, size in [r.data["send_buffer"] for r in records if "send_buffer" in r.data]:
-        buf = portbuffers.SendBuffer(pid, fd)
-        assert buf.size == size   # ovs-vswitchd's send buffer is back to what the run found
-        buf.close()
+        with portbuffers.SendBuffer(pid, fd) as buf:
+            assert buf.size == size   # ovs-vswitchd's send buffer is back to what the run found
 
 
 def test_send_buffer_of_ovs_is_sized_for_every_queue_and_restored_after(run_dir, clean_machine):
@@ -108,10 +107,9 @@ def test_send_buffer_of_ovs_is_sized_for_every_queue_and_restored_after(run_dir,
     with Emulation(topo, routes, run_dir, log=lambda m: None) as emu:
         if emu.datapath != "user":
             pytest.skip("only the userspace datapath sends through a packet socket")
-        fd = portbuffers.send_socket_fd(pid)
-        during = portbuffers.SendBuffer(pid, fd)
-        needed = portbuffers.needed([link.queue for _, link in emu._switch_ports()], emu.mtu)
-        assert during.size >= needed
-    found_size = emu.record.data["send_buffer"][3]
-    assert during.size == found_size
-    during.close()
+        with portbuffers.SendBuffer(pid, portbuffers.send_socket_fd(pid)) as during:
+            needed = portbuffers.needed([link.queue for _, link in emu._switch_ports()], emu.mtu)
+            assert during.size >= needed
+            found_size = emu.record.data["send_buffer"][3]
+    with portbuffers.SendBuffer(pid, portbuffers.send_socket_fd(pid)) as after:
+        assert after.size == found_size
