@@ -49,10 +49,13 @@ def emulation_launcher(emu, hosts, port=7000):
 class Coordinator:
     """with Coordinator(algorithm, addresses, launch) as c: c.run(count, iterations)"""
 
-    def __init__(self, algorithm, addresses, launch, timeout=20.0, sockbuf=1 << 20, streams=1, pacing=None):
-        """pacing: bytes/s each connection is paced at (None: not paced); see the worker."""
+    def __init__(self, algorithm, addresses, launch, timeout=20.0, sockbuf=1 << 20, streams=1, pacing=None,
+                 eager_limit=None):
+        """pacing: bytes/s each connection is paced at (None: not paced); eager_limit: messages up to
+        this many bytes are sent without waiting for the receiver (None: the worker's default)."""
         self.algorithm, self.addresses, self.launch = algorithm, addresses, launch
         self.timeout, self.sockbuf, self.streams, self.pacing = timeout, sockbuf, streams, pacing
+        self.eager_limit = eager_limit
         self.procs, self.replies = [], queue.Queue()
 
     def __enter__(self):
@@ -60,7 +63,7 @@ class Coordinator:
             for rank in range(len(self.addresses)):
                 cfg = {"rank": rank, "ranks": len(self.addresses), "algorithm": self.algorithm,
                        "addresses": self.addresses, "timeout": self.timeout, "sockbuf": self.sockbuf,
-                       "streams": self.streams, "pacing": self.pacing}
+                       "streams": self.streams, "pacing": self.pacing, "eager_limit": self.eager_limit}
                 proc = self.launch(rank, WORKER + [json.dumps(cfg)])
                 self.procs.append(proc)
                 threading.Thread(target=self._read, args=(rank, proc), daemon=True).start()

@@ -31,11 +31,21 @@ def test_dead_peer_ends_run_with_clear_error_in_bounded_time():
     assert all(p.poll() is not None for p in coordinator.procs)
 
 
-def test_striped_streams_are_exact():
+@pytest.mark.parametrize("eager_limit", [None, 0])
+def test_striped_streams_are_exact(eager_limit):
+    """eager_limit 0: every message waits for the receiver's clear-to-send on each stream."""
     addresses, launch = loopback_launcher(4)
-    with Coordinator("hd", addresses, launch, timeout=10, streams=3) as coordinator:
+    with Coordinator("hd", addresses, launch, timeout=10, streams=3, eager_limit=eager_limit) as coordinator:
         for count in (1, 2, 1001, 65537):
-            assert coordinator.run(count, iterations=1)[1] == 0
+            assert coordinator.run(count, iterations=2)[1] == 0
+
+
+@pytest.mark.parametrize("algorithm", ["ring", "hd"])
+def test_rendezvous_allreduce_is_exact(algorithm):
+    addresses, launch = loopback_launcher(8)
+    with Coordinator(algorithm, addresses, launch, timeout=10, eager_limit=0) as coordinator:
+        for count in (1, 7, 1000, 65537):
+            assert coordinator.run(count, iterations=2)[1] == 0
 
 
 def test_paced_connections_hold_the_pacing_rate():
