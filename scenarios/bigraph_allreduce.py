@@ -18,6 +18,7 @@ from testbed.placements import VARIANTS, place
 from testbed.results import write_csv, write_json
 from testbed.routing import deterministic_routes
 from testbed.topologies import from_spec
+from testbed.worker import EAGER_LIMIT
 
 NAME = "bigraph_allreduce"
 HELP = "Ring (two orders), HD and HDRM allreduce on BiGraph over a message-size sweep (nccl-tests style)"
@@ -33,6 +34,9 @@ def add_arguments(parser):
     parser.add_argument("--warmup", type=int, default=1, help="untimed iterations per size (default %(default)s)")
     parser.add_argument("--iters", type=int, default=5,
                         help="timed iterations per size, at least (small sizes get more; default %(default)s)")
+    parser.add_argument("--eager-limit", type=int, default=EAGER_LIMIT,
+                        help="larger messages wait for the receiver's clear-to-send; a huge value sends "
+                             "every message at once (default %(default)s)")
 
 
 def sizes(min_bytes, max_bytes, factor):
@@ -57,14 +61,15 @@ def iterations_for(size, iters, link_bytes, budget=1.0, cap=50):
     return max(iters, min(cap, int(budget / expected)))
 
 
-def measure(emu, plans, size_list, warmup, iters, progress=print):
+def measure(emu, plans, size_list, warmup, iters, progress=print, eager_limit=None):
     """Rows of nccl-tests-style results, one per (variant, size), each with its CPU verdict."""
     rows, total, done = [], len(plans) * len(size_list), 0
     link_bytes = emu.topo.rate * 1e6 / 8
     progress(table_header() + "  emulator")
     for name, (schedule, hosts) in plans.items():
         addresses, launch = emulation_launcher(emu, hosts)
-        with Coordinator(schedule.name, addresses, launch, pacing=link_bytes) as coordinator:
+        with Coordinator(schedule.name, addresses, launch, pacing=link_bytes,
+                         eager_limit=eager_limit) as coordinator:
             for size in size_list:
                 done += 1
                 timeout = 60 + 40 * size / link_bytes
@@ -124,21 +129,23 @@ def run(args, out):
     topo = from_spec(args.topology, rate=args.rate, queue=args.queue)
     plans = plan(topo, [a.strip() for a in args.algorithms.split(",") if a.strip()])
     size_list = sizes(args.min_bytes, args.max_bytes, args.factor)
+    if args.eager_limit < 0:
+        raise TestbedError(f"--eager-limit must be 0 or more bytes (got {args.eager_limit})")
     started = time.monotonic()
     with Emulation(topo, deterministic_routes(topo), out, mtu=args.mtu) as emu:
         fidelity = fabric_check.check(emu, duration=3)
         fabric_check.print_summary(fidelity, topo, emu)
         print(f"\n# {NAME}: {topo.name}, {len(topo.hosts)} ranks, links {topo.rate:g} Mbit/s "
               f"= {topo.rate / 8:g} MB/s, MTU {args.mtu}, OVS {emu.datapath}space, "
-              f"warmup {args.warmup}, iters {args.iters}")
-        rows = measure(emu, plans, size_list, args.warmup, args.iters)
+              f"warmup {args.warmup}, iters {args.iters}, eager limit {args.eager_limit} B")
+        rows = measure(emu, plans, size_list, args.warmup, args.iters, eager_limit=args.eager_limit)
     cmp = compare(rows)
     cmp["fidelity_pass"] = bool(not fidelity["reachability"]["failures"] and fidelity["single_flow"]["pass"]
                                 and fidelity["parallel_flows"]["pass"])
     print_summary(cmp, topo)
     write_csv(out / "allreduce.csv", rows)
     write_json(out / "allreduce.json", {"scenario": NAME, "topology": topo.name, "rate_mbit": topo.rate,
-                                        "mtu": args.mtu, "datapath": emu.datapath, "rows": rows,
+                                        "mtu": args.mtu, "datapath": emu.datapath, "eager_limit": args.eager_limit, "rows": rows,
                                         "summary": cmp, "fidelity": fidelity, "seconds": round(time.monotonic() - started, 1)})
     plots.busbw_by_size(rows, out / "busbw.png", topo.rate)
     print(f"results: {out / 'allreduce.csv'} {out / 'allreduce.json'} {out / 'busbw.png'}")

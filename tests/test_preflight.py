@@ -1,7 +1,11 @@
 """Bad input is refused before anything is built, in one line naming the fix."""
+import subprocess
+import sys
+
 import pytest
 
 from testbed import preflight
+from testbed.controller import PROJECT
 from testbed.errors import TestbedError
 from testbed.topologies import BiGraph
 
@@ -31,3 +35,14 @@ def test_messages_are_one_line():
         with pytest.raises(TestbedError) as err:
             call()
         assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--eager-limit", "-1"], "--eager-limit must be 0 or more bytes"),
+    (["--min-bytes", "8", "--max-bytes", "2"], "sizes need 4 <= --min-bytes"),
+])
+def test_bad_sweep_is_refused_before_building(args, message):
+    run = subprocess.run([sys.executable, "run_scenario.py", *args], cwd=PROJECT,
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 2
+    assert run.stderr.startswith("error: " + message) and run.stderr.count("\n") == 1, run.stderr
