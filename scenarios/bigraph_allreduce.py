@@ -140,8 +140,7 @@ def run(args, out):
               f"warmup {args.warmup}, iters {args.iters}, eager limit {args.eager_limit} B")
         rows = measure(emu, plans, size_list, args.warmup, args.iters, eager_limit=args.eager_limit)
     cmp = compare(rows)
-    cmp["fidelity_pass"] = bool(not fidelity["reachability"]["failures"] and fidelity["single_flow"]["pass"]
-                                and fidelity["parallel_flows"]["pass"])
+    cmp["fidelity_pass"] = fabric_check.passed(fidelity)
     print_summary(cmp, topo)
     write_csv(out / "allreduce.csv", rows)
     write_json(out / "allreduce.json", {"scenario": NAME, "topology": topo.name, "rate_mbit": topo.rate,

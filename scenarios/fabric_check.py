@@ -36,6 +36,11 @@ def check(emu, duration):
     }
 
 
+def passed(summary):
+    return bool(not summary["reachability"]["failures"] and summary["single_flow"]["pass"]
+                and summary["parallel_flows"]["pass"])
+
+
 def print_summary(summary, topo, emu):
     reach, single, par = summary["reachability"], summary["single_flow"], summary["parallel_flows"]
     verdict = {True: "PASS", False: "FAIL"}
@@ -60,6 +65,4 @@ def run(args, out):
     summary = {"scenario": NAME, "topology": topo.name, "rate_mbit": topo.rate, "mtu": args.mtu,
                "datapath": emu.datapath, **summary}
     print(f"results: {write_json(out / 'summary.json', summary)}")
-    ok = not summary["reachability"]["failures"] and summary["single_flow"]["pass"] \
-        and summary["parallel_flows"]["pass"]
-    return 0 if ok else 1
+    return 0 if passed(summary) else 1
