@@ -20,7 +20,7 @@ from testbed.topologies import BiGraph, LeafSpine
 
 PATTERNS = {
     "one_switch_16_flows": (lambda rate: LeafSpine(1, 1, 16, rate=rate), [25, 50, 100]),
-    "bigraph_2_8_16_flows": (lambda rate: BiGraph(2, 8, rate=rate), [10, 20, 40]),
+    "bigraph_2_8_16_flows": (lambda rate: BiGraph(2, 8, rate=rate), [5, 10, 20, 40]),
 }
 
 

@@ -9,8 +9,8 @@ from testbed.errors import TestbedError
 # Offered load (every NIC port sending at its link rate) that one userspace ovs-vswitchd on 2 cores,
 # every link end shaped, still delivers at 0.9 or better over 2-3 switch hops
 # (bench/forwarding_capacity.py, BiGraph(2,8), 16 flows).
-# MTU 9000: 0.98 at 160 and 0.92 at 320, but 0.59 at 640 Mbit/s offered.
-# MTU 1500: 0.58 already at 160; 80 is a cautious limit, not yet measured.
+# MTU 9000: 0.98-0.99 at 80-320, 0.83-0.92 at 640 Mbit/s offered.
+# MTU 1500: 0.91-0.93 at 40-80 (TCP's goodput ceiling there is 0.96), 0.65-0.74 at 160.
 # The kernel datapath is not limited this way.
 USERSPACE_CAPACITY_MBIT = {1500: 80, 9000: 320}
 MTU_RANGE = (1280, 9000)
