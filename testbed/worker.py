@@ -150,8 +150,9 @@ class Rank:
         for i, s in enumerate(steps):
             if left[i] > self.eager_limit:
                 self._clear_to_send(staging[i], s.recv_from)
-            sending = _stripes(as_bytes(buf[slice(*s.send)]), self.out[s.send_to])
-            await_cts = set(sending) if len(buf[slice(*s.send)]) * buf.itemsize > self.eager_limit else set()
+            message = as_bytes(buf[slice(*s.send)])
+            sending = _stripes(message, self.out[s.send_to])
+            await_cts = set(sending) if len(message) > self.eager_limit else set()
             while sending or left[i]:
                 reading = [sock for sock, queue in posted.items() if queue] + list(await_cts)
                 ready = [sock for sock in sending if sock not in await_cts]
