@@ -55,6 +55,15 @@ def _stripes(view, socks):
     return {sock: part for sock, part in parts.items() if len(part)}
 
 
+def starts_flow(steps, i, peer):
+    """Whether step i's message to (peer="send_to") or from ("recv_from") its peer starts a new flow.
+    One that follows the previous step's message on the same connection only extends that flow, so
+    it needs no rendezvous: Ring's steps would each wait a round trip (Ring at 4 MiB on 16 ranks:
+    0.88 of the link with a rendezvous per step, 0.96 without). Both ends agree, since every
+    transfer of step i-1 is a step i-1 transfer at both of its ends."""
+    return i == 0 or getattr(steps[i - 1], peer) != getattr(steps[i], peer)
+
+
 class Rank:
     def __init__(self, cfg):
         self.rank, self.ranks = cfg["rank"], cfg["ranks"]
@@ -137,7 +146,8 @@ class Rank:
         left waiting on a receive window that a busy rank does not open, nor on the delayed ACK
         (40-200 ms) that Linux sends for data nobody reads. The sends of a step go out when its
         data is ready, i.e. once the previous step is reduced; a message larger than the eager
-        limit waits, as in MPI's rendezvous protocol, for the receiver's clear-to-send."""
+        limit that starts a new flow waits, as in MPI's rendezvous protocol, for the receiver's
+        clear-to-send."""
         as_bytes = lambda a: memoryview(a).cast("B")
         posted = {sock: deque() for sock in self._incoming}
         left = []
@@ -148,11 +158,12 @@ class Rank:
             left.append(sum(len(part) for part in parts.values()))
         ends = []
         for i, s in enumerate(steps):
-            if left[i] > self.eager_limit:
+            if left[i] > self.eager_limit and starts_flow(steps, i, "recv_from"):
                 self._clear_to_send(staging[i], s.recv_from)
             message = as_bytes(buf[slice(*s.send)])
             sending = _stripes(message, self.out[s.send_to])
-            await_cts = set(sending) if len(message) > self.eager_limit else set()
+            rendezvous = len(message) > self.eager_limit and starts_flow(steps, i, "send_to")
+            await_cts = set(sending) if rendezvous else set()
             while sending or left[i]:
                 reading = [sock for sock, queue in posted.items() if queue] + list(await_cts)
                 ready = [sock for sock in sending if sock not in await_cts]

@@ -6,6 +6,8 @@ import time
 import pytest
 
 from testbed.allreduce import AllreduceError, Coordinator, loopback_launcher
+from testbed.schedules import ALGORITHMS
+from testbed.worker import starts_flow
 
 
 @pytest.mark.parametrize("algorithm,ranks", [("ring", 3), ("ring", 8), ("hd", 4), ("hd", 8)])
@@ -58,3 +60,15 @@ def test_paced_connections_hold_the_pacing_rate():
     assert wrong == 0
     sent_per_rank = 4 * count                 # 2 steps of half the buffer each
     assert sent_per_rank / times[0] <= 1.2 * pacing, times
+
+
+@pytest.mark.parametrize("algorithm", sorted(ALGORITHMS))
+def test_both_ends_agree_which_messages_wait_for_clear_to_send(algorithm):
+    """A sender that waits for a clear-to-send its receiver never sends would hang the step."""
+    for ranks in (2, 4, 8, 16):
+        plans = [ALGORITHMS[algorithm]().steps(r, ranks, 1024) for r in range(ranks)]
+        for r, steps in enumerate(plans):
+            for i, step in enumerate(steps):
+                peer = plans[step.send_to]
+                assert peer[i].recv_from == r
+                assert starts_flow(steps, i, "send_to") == starts_flow(peer, i, "recv_from"), (r, i)
