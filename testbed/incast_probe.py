@@ -12,6 +12,7 @@
 One-way delay = received - sent; its excess over the smallest is the time spent queued.
 """
 import json
+import socket
 import struct
 import sys
 import time
@@ -42,12 +43,17 @@ def send(dst, interval, duration):
 
 
 def recv(iface):
+    # A bound socket that nobody reads: the probes are taken from the capture, and without it the
+    # kernel would answer each probe with an ICMP port-unreachable back across the fabric.
+    sink = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sink.bind(("", PORT))
     sniffer = AsyncSniffer(iface=iface, filter=f"udp dst port {PORT}", store=True)
     sniffer.start()
     print(json.dumps({"ready": True}), flush=True)
     sys.stdin.readline()
     time.sleep(0.2)
     got = sniffer.stop()
+    sink.close()
     out = []
     for pkt in got:
         if Raw in pkt and len(pkt[Raw].load) >= struct.calcsize(FORMAT):
