@@ -144,8 +144,9 @@ def run(args, out):
     print_summary(cmp, topo)
     write_csv(out / "allreduce.csv", rows)
     write_json(out / "allreduce.json", {"scenario": NAME, "topology": topo.name, "rate_mbit": topo.rate,
-                                        "mtu": args.mtu, "datapath": emu.datapath, "eager_limit": args.eager_limit, "rows": rows,
-                                        "summary": cmp, "fidelity": fidelity, "seconds": round(time.monotonic() - started, 1)})
+                                        "mtu": args.mtu, "datapath": emu.datapath,
+                                        "eager_limit": args.eager_limit, "rows": rows, "summary": cmp,
+                                        "fidelity": fidelity, "seconds": round(time.monotonic() - started, 1)})
     plots.busbw_by_size(rows, out / "busbw.png", topo.rate)
     print(f"results: {out / 'allreduce.csv'} {out / 'allreduce.json'} {out / 'busbw.png'}")
     return 0 if cmp["wrong"] == 0 else 1

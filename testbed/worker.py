@@ -150,16 +150,17 @@ class Rank:
         clear-to-send."""
         as_bytes = lambda a: memoryview(a).cast("B")
         posted = {sock: deque() for sock in self._incoming}
-        left = []
+        left, arriving = [], []        # per step: bytes still to come, the sockets they come on
         for i, (s, area) in enumerate(zip(steps, staging)):
             parts = _stripes(as_bytes(area), self.inc[s.recv_from])
             for sock, part in parts.items():
                 posted[sock].append([i, part])
             left.append(sum(len(part) for part in parts.values()))
+            arriving.append(list(parts))
         ends = []
         for i, s in enumerate(steps):
             if left[i] > self.eager_limit and starts_flow(steps, i, "recv_from"):
-                self._clear_to_send(staging[i], s.recv_from)
+                self._clear_to_send(arriving[i], s.recv_from)
             message = as_bytes(buf[slice(*s.send)])
             sending = _stripes(message, self.out[s.send_to])
             rendezvous = len(message) > self.eager_limit and starts_flow(steps, i, "send_to")
@@ -188,10 +189,10 @@ class Rank:
             ends.append(time.monotonic())
         return ends
 
-    def _clear_to_send(self, area, peer):
+    def _clear_to_send(self, socks, peer):
         """One byte back on each connection that the peer's stripes of this step arrive on. It goes
         the other way from that connection's data, so it never waits behind data."""
-        for sock in _stripes(memoryview(area).cast("B"), self.inc[peer]):
+        for sock in socks:
             try:
                 sock.send(CLEAR_TO_SEND)
             except OSError as e:
