@@ -4,13 +4,20 @@ import argparse
 import sys
 
 from scenarios import DEFAULT, SCENARIOS
-from testbed import preflight, runstate
+from testbed.emulation import preflight, runrecord
 from testbed.errors import TestbedError
-from testbed.results import run_folder
+from testbed.report.folder import RunFolder, check_writable, default_path
+
+
+class Parser(argparse.ArgumentParser):
+    """Bad options are one line naming the fix, exit code 2."""
+
+    def error(self, message):
+        self.exit(2, f"error: {message} (see {self.prog} --help)\n")
 
 
 def parser():
-    top = argparse.ArgumentParser(description=__doc__.split(":")[0] + f" (default: {DEFAULT}).")
+    top = Parser(description=__doc__.split(":")[0] + f" (default: {DEFAULT}).")
     top.add_argument("--list", action="store_true", help="list the scenarios")
     top.add_argument("--cleanup", action="store_true",
                      help="remove what crashed runs left (only objects this testbed created)")
@@ -34,11 +41,18 @@ def main(argv):
     try:
         if args.cleanup:
             preflight.require_root()
-            removed = runstate.cleanup_all()
+            removed = runrecord.cleanup_all()
             print("removed: " + " ".join(removed) if removed else "nothing to clean up")
             return 0
+        if args.scenario is None:
+            raise TestbedError(f"name a scenario (run_scenario.py --list), or give options for {DEFAULT}")
         module = SCENARIOS[args.scenario]
-        return module.run(args, run_folder(args.scenario, args.results))
+        plan = module.prepare(args)             # every option checked; nothing built or written
+        preflight.require_root()
+        folder = RunFolder(check_writable(args.results or default_path(args.scenario)))
+        for topo in plan.fabrics:
+            preflight.require_emulation(topo, plan.mtu)
+        return module.run(plan, folder.create())
     except TestbedError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -2,7 +2,7 @@
 # One-step setup for the testbed on Debian 12 / Ubuntu, as root. Idempotent: a second run is quick.
 #   sudo ./setup.sh          install and start what the testbed needs
 #   sudo ./setup.sh run ...  then run a scenario (default: the default scenario)
-#   sudo ./setup.sh test ... then run the test suite (extra words go to pytest)
+#   sudo ./setup.sh test ... then run the linter and the test suite (extra words go to pytest)
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -54,6 +54,6 @@ action="${1:-}"
 case "$action" in
   "") echo "ready: sudo .venv/bin/python run_scenario.py --list" ;;
   run) exec .venv/bin/python run_scenario.py "$@" ;;
-  test) exec .venv/bin/python -m pytest "$@" ;;
+  test) .venv/bin/ruff check . && exec .venv/bin/python -m pytest "$@" ;;
   *) echo "unknown action '$action': use 'run' or 'test'" >&2; exit 2 ;;
 esac

@@ -11,13 +11,13 @@ import sys
 import tempfile
 from pathlib import Path
 
-from scenarios import fabric_check
-from scenarios.bigraph_allreduce import compare, measure, plan
-from testbed.allreduce import AllreduceError
-from testbed.emulation import Emulation
-from testbed.results import RESULTS_ROOT, write_json
-from testbed.routing import deterministic_routes
-from testbed.topologies import BiGraph
+from testbed import routing
+from testbed.collectives.coordinator import AllreduceError
+from testbed.collectives.sweep import compare_variants, place_variants, run_sweep
+from testbed.emulation.network import Emulation
+from testbed.fidelity import fabric_check
+from testbed.report.folder import RESULTS_ROOT, RunFolder
+from testbed.topology import BiGraph
 
 SMALL, LARGE = 1024, 1 << 20
 
@@ -32,15 +32,15 @@ def main(argv):
         topo = BiGraph(m, 8)
         try:
             with tempfile.TemporaryDirectory() as tmp, \
-                    Emulation(topo, deterministic_routes(topo), tmp, log=lambda msg: None) as emu:
+                    Emulation(topo, routing.plan(topo), tmp, log=lambda msg: None) as emu:
                 fidelity = fabric_check.check(emu, duration=3)
-                rows = measure(emu, plan(topo, ["ring", "ring_topo", "hd", "hdrm"]), [SMALL, LARGE],
-                               warmup=1, iters=args.iters, progress=lambda line: None)
+                rows = run_sweep(emu, place_variants(topo, ["ring", "ring_topo", "hd", "hdrm"]), [SMALL, LARGE],
+                                 warmup=1, iters=args.iters, progress=lambda line: None)
         except AllreduceError as e:   # keep what the other rank counts measured
             runs.append({"topology": topo.name, "ranks": len(topo.hosts), "error": str(e)})
             print(f"{len(topo.hosts):3d} ranks  failed: {e}", flush=True)
             continue
-        cmp = compare(rows)
+        cmp = compare_variants(rows)
         cmp["fidelity_pass"] = fabric_check.passed(fidelity)
         runs.append({"topology": topo.name, "ranks": len(topo.hosts), "rows": rows, "summary": cmp,
                      "fidelity": fidelity})
@@ -51,8 +51,8 @@ def main(argv):
               + f"  | #wrong {cmp['wrong']}, fabric check {'PASS' if cmp['fidelity_pass'] else 'FAIL'}"
               + f", emulator bottleneck in {len(cmp['emulator_bottleneck_rows'])}/8 rows"
               + f" (max ovs-vswitchd {cmp['max_ovs_vswitchd_cores']:.2f} cores)", flush=True)
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    print(f"wrote {write_json(args.out, {'benchmark': 'allreduce_scaling', 'runs': runs})}")
+    out = RunFolder(Path(args.out).parent).create()
+    print(f"wrote {out.json(Path(args.out).name, {'benchmark': 'allreduce_scaling', 'runs': runs})}")
 
 
 if __name__ == "__main__":

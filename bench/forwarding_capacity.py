@@ -11,12 +11,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from testbed.cpu import describe
-from testbed.emulation import Emulation
-from testbed.fidelity import run_flows, spread_pairs
-from testbed.results import RESULTS_ROOT, write_json
-from testbed.routing import deterministic_routes
-from testbed.topologies import BiGraph, LeafSpine
+from testbed import routing
+from testbed.emulation.network import Emulation
+from testbed.fidelity.fabric_check import run_flows, spread_pairs
+from testbed.fidelity.verdict import describe
+from testbed.report.folder import RESULTS_ROOT, RunFolder
+from testbed.topology import BiGraph, LeafSpine
 
 PATTERNS = {
     "one_switch_16_flows": (lambda rate: LeafSpine(1, 1, 16, rate=rate), [25, 50, 100]),
@@ -27,10 +27,10 @@ PATTERNS = {
 def measure(pattern, mtu, rate, duration):
     make, _ = PATTERNS[pattern]
     topo = make(rate)
-    routes = deterministic_routes(topo)
+    plan = routing.plan(topo)
     with tempfile.TemporaryDirectory() as tmp, \
-            Emulation(topo, routes, tmp, mtu=mtu, log=lambda m: None, refuse_overload=False) as emu:
-        flows, cpu = run_flows(emu, spread_pairs(topo, routes), duration)
+            Emulation(topo, plan, tmp, mtu=mtu, log=lambda m: None, refuse_overload=False) as emu:
+        flows, cpu = run_flows(emu, spread_pairs(topo, plan.routes), plan.routes, duration)
     achieved = sum(f["received_mbit"] for f in flows)
     offered = rate * len(flows)
     return {"pattern": pattern, "mtu": mtu, "rate_per_flow_mbit": rate, "flows": len(flows),
@@ -54,8 +54,8 @@ def main(argv):
                 print(f"{pattern:22s} MTU {mtu:5d} {row['flows']} x {rate:3d} Mbit/s: achieved "
                       f"{row['achieved_over_offered']:.2f} of offered {row['offered_mbit']} Mbit/s; "
                       f"{describe(row)} [{time.monotonic() - t:.0f} s]", flush=True)
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    print(f"wrote {write_json(args.out, {'benchmark': 'forwarding_capacity', 'rows': rows})}")
+    out = RunFolder(Path(args.out).parent).create()
+    print(f"wrote {out.json(Path(args.out).name, {'benchmark': 'forwarding_capacity', 'rows': rows})}")
 
 
 if __name__ == "__main__":

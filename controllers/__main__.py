@@ -1,4 +1,4 @@
-"""Start the path installer: python -m controllers --flows FILE --ofp-listen-host 127.0.0.1
+"""Start the path installer: python -m controllers --routing FILE --ofp-listen-host 127.0.0.1
 --ofp-tcp-listen-port PORT (os-ken 4 has no osken-manager; this is its replacement)."""
 import sys
 

@@ -1,9 +1,10 @@
 """Proactive path installer: an os-ken (Ryu) app that puts the testbed's routes into each switch.
 
-The routes come from ``testbed.routing`` as a JSON file, ``{dpid: [[src ip, dst ip, [out ports]]]}``
-(src ip null: any source). One out port is an output action; several are a select group, whose
-bucket Open vSwitch picks by a hash of the 5-tuple (ECMP). When a switch connects, every group
-and rule for it is installed at once, then a table-miss rule that drops.
+The rules come from the testbed's routing plan, a JSON file whose ``rules`` are
+``{dpid: [[src ip, dst ip, [out ports]]]}`` (src ip null: any source). One out port is an output
+action; several are a select group, whose bucket Open vSwitch picks by a hash of the 5-tuple
+(ECMP). When a switch connects, every group and rule for it is installed at once, then a
+table-miss rule that drops.
 ARP never reaches the switches: the testbed gives every host static neighbour entries.
 """
 import json
@@ -14,7 +15,7 @@ from os_ken.controller import ofp_event
 from os_ken.controller.handler import CONFIG_DISPATCHER, set_ev_cls
 from os_ken.ofproto import ether, ofproto_v1_3
 
-cfg.CONF.register_cli_opts([cfg.StrOpt("flows", help="JSON file of rules per datapath id")])
+cfg.CONF.register_cli_opts([cfg.StrOpt("routing", help="the routing plan (JSON) with rules per datapath id")])
 
 ROUTE_PRIORITY = 100
 
@@ -24,8 +25,8 @@ class PathInstaller(app_manager.OSKenApp):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        with open(cfg.CONF.flows) as f:
-            self.rules = {int(dpid): rules for dpid, rules in json.load(f).items()}
+        with open(cfg.CONF.routing) as f:
+            self.rules = {int(dpid): rules for dpid, rules in json.load(f)["rules"].items()}
 
     @set_ev_cls(ofp_event.EventOFPSwitchFeatures, CONFIG_DISPATCHER)
     def switch_features_handler(self, ev):

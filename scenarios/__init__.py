@@ -1,4 +1,4 @@
-"""One module per experiment. Each has NAME, HELP, add_arguments(parser) and run(args, out) -> exit code."""
+"""One module per experiment; scenarios.common says what each provides."""
 from scenarios import bigraph_allreduce, ecmp_collisions, fabric_check, incast
 
 SCENARIOS = {m.NAME: m for m in (bigraph_allreduce, fabric_check, ecmp_collisions, incast)}

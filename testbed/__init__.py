@@ -1,1 +1,16 @@
-"""Packet-level emulation testbed for AI-training networks (BiGraph, HPN 7.0, Clos)."""
+"""A packet-level emulation testbed for AI-training networks.
+
+The pipeline, one package per stage:
+
+    topology     a fabric as plain data (BiGraph, LeafSpine, HPN7)
+    routing      the controller's rules and the routes flows take (deterministic, ecmp)
+    emulation    the fabric brought to life: Mininet hosts, Open vSwitch, shaped links, the
+                 controller process, the run record that cleanup follows, programs in hosts
+    collectives  allreduce schedules, placements, rank processes, the size sweep
+    probes       collisions on links, queues at switch ports, incast
+    fidelity     capacity limits, the fabric check, whether the emulator was the bottleneck
+    report       the run folder, tables, figures
+
+``testbed.programs`` holds the programs that run inside emulated hosts. The design, with the
+measurements behind it, is in docs/design.md.
+"""

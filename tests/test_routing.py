@@ -1,8 +1,10 @@
 """Routes and the rules the controller installs: plain data, no root."""
 import pytest
 
-from testbed.routing import deterministic_routes, ecmp_rules, flow_rules, link_load, rules_for
-from testbed.topologies import BiGraph, LeafSpine
+from testbed.errors import TestbedError
+from testbed.routing import deterministic_routes, link_load, plan
+from testbed.routing.plan import ecmp_rules, route_rules
+from testbed.topology import BiGraph, LeafSpine
 
 
 def test_routes_cover_every_pair_and_chain_ports():
@@ -25,9 +27,9 @@ def test_tie_break_is_documented_rule():
 def test_flow_rules_one_per_hop():
     topo = BiGraph(1, 4)
     routes = deterministic_routes(topo)
-    rules = flow_rules(topo, routes)
+    rules = route_rules(topo, routes)
     assert sum(len(r) for r in rules.values()) == sum(len(r.hops) for r in routes.values())
-    for dpid, entries in rules.items():
+    for entries in rules.values():
         assert len({(s, d) for s, d, _ in entries}) == len(entries)   # one rule per flow per switch
 
 
@@ -55,8 +57,8 @@ def test_ecmp_rules_list_every_equal_cost_next_hop():
 
 def test_routing_modes():
     topo = BiGraph(1, 4)
-    rules, routes = rules_for(topo, "deterministic")
-    assert routes and rules == flow_rules(topo, routes)
-    assert rules_for(topo, "ecmp")[1] is None
-    with pytest.raises(ValueError, match="deterministic, ecmp"):
-        rules_for(topo, "random")
+    deterministic = plan(topo, "deterministic")
+    assert deterministic.routes and deterministic.rules == route_rules(topo, deterministic.routes)
+    assert plan(topo, "ecmp").routes is None
+    with pytest.raises(TestbedError, match="deterministic, ecmp"):
+        plan(topo, "random")

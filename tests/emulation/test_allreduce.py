@@ -1,10 +1,10 @@
 """Real socket allreduce on BiGraph(2, 8) in the emulation: ratios measured in one run."""
 import pytest
 
-from scenarios.bigraph_allreduce import compare, measure, plan
-from testbed.emulation import Emulation
-from testbed.routing import deterministic_routes
-from testbed.topologies import BiGraph
+from testbed import routing
+from testbed.collectives.sweep import compare_variants, place_variants, run_sweep
+from testbed.emulation.network import Emulation
+from testbed.topology import BiGraph
 
 SMALL, LARGE = 1024, 1 << 20
 
@@ -12,10 +12,9 @@ SMALL, LARGE = 1024, 1 << 20
 @pytest.fixture(scope="module")
 def rows(tmp_path_factory):
     topo = BiGraph(2, 8)
-    with Emulation(topo, deterministic_routes(topo), tmp_path_factory.mktemp("allreduce"),
-                   log=lambda m: None) as emu:
-        return measure(emu, plan(topo, ["ring", "ring_topo", "hd", "hdrm"]), [SMALL, LARGE],
-                       warmup=1, iters=5, progress=lambda line: None)
+    with Emulation(topo, routing.plan(topo), tmp_path_factory.mktemp("allreduce"), log=lambda m: None) as emu:
+        return run_sweep(emu, place_variants(topo, ["ring", "ring_topo", "hd", "hdrm"]), [SMALL, LARGE],
+                         warmup=1, iters=5, progress=lambda line: None)
 
 
 def row(rows, algorithm, size):
@@ -53,6 +52,6 @@ def test_hd_family_beats_ring_on_small_messages(rows):
 
 
 def test_summary_names_winners(rows):
-    cmp = compare(rows)
+    cmp = compare_variants(rows)
     assert cmp["small_winner"] in ("hd", "hdrm")
     assert cmp["wrong"] == 0

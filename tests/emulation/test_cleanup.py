@@ -8,13 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from testbed import portbuffers, runstate
-from testbed.cpu import ovs_vswitchd_pid
-from testbed.emulation import Emulation
+from testbed import routing
+from testbed.emulation import ovs, runrecord, sendbuffer
+from testbed.emulation.network import Emulation
 from testbed.errors import TestbedError
-from testbed.routing import deterministic_routes
-from testbed.topologies import BiGraph
-
+from testbed.topology import BiGraph
 from tests.emulation.machine import add_stray_bridge, alive, leftovers
 
 PROJECT = Path(__file__).resolve().parents[2]
@@ -22,35 +20,34 @@ PROJECT = Path(__file__).resolve().parents[2]
 
 def small():
     topo = BiGraph(1, 4)
-    return topo, deterministic_routes(topo)
+    return topo, routing.plan(topo)
 
 
 def test_exception_inside_context_leaves_nothing(run_dir, clean_machine):
-    topo, routes = small()
-    with pytest.raises(RuntimeError, match="boom"):
-        with Emulation(topo, routes, run_dir, log=lambda m: None) as emu:
-            pids = emu.record.data["processes"]
-            assert leftovers() != []
-            raise RuntimeError("boom")
+    topo, plan = small()
+    with pytest.raises(RuntimeError, match="boom"), Emulation(topo, plan, run_dir, log=lambda m: None) as emu:
+        pids = emu.record.data["processes"]
+        assert leftovers() != []
+        raise RuntimeError("boom")
     assert alive(pids) == []
 
 
 def test_leftovers_refuse_start_and_cleanup_removes_only_ours(run_dir, clean_machine):
-    subprocess.run(["ovs-vsctl", "--may-exist", "add-br", "userbr0", "--", "set", "bridge", "userbr0",
-                    "datapath_type=netdev"], check=True)
+    assert ovs.vsctl("--may-exist", "add-br", "userbr0", "--", "set", "bridge", "userbr0",
+                     "datapath_type=netdev").returncode == 0
     try:
         add_stray_bridge("tb1")
-        topo, routes = small()
-        with pytest.raises(TestbedError, match=r"left OVS bridges tb1: run .*--cleanup"):
-            with Emulation(topo, routes, run_dir, log=lambda m: None):
-                pass
+        topo, plan = small()
+        with pytest.raises(TestbedError, match=r"left OVS bridges tb1: run .*--cleanup"), \
+                Emulation(topo, plan, run_dir, log=lambda m: None):
+            pass
         out = subprocess.run([sys.executable, "run_scenario.py", "--cleanup"], cwd=PROJECT,
                              capture_output=True, text=True, check=True).stdout
         assert "tb1" in out
-        bridges = subprocess.run(["ovs-vsctl", "list-br"], capture_output=True, text=True).stdout.split()
+        bridges = ovs.vsctl("list-br").stdout.split()
         assert "userbr0" in bridges and "tb1" not in bridges
     finally:
-        subprocess.run(["ovs-vsctl", "--if-exists", "del-br", "userbr0"])
+        ovs.delete_bridges(["userbr0"])
 
 
 def _start_scenario(results):
@@ -75,7 +72,7 @@ def test_ctrl_c_mid_run_leaves_nothing(run_dir, clean_machine):
     proc = _start_scenario(run_dir)
     _wait_for(proc, "fabric up")
     time.sleep(3)   # inside the iperf3 flows
-    records = [runstate.RunRecord.load(p) for p in runstate.STATE_DIR.glob("*.json")]
+    records = [runrecord.RunRecord.load(p) for p in runrecord.STATE_DIR.glob("*.json")]
     proc.send_signal(signal.SIGINT)
     out = proc.communicate(timeout=60)[0]
     assert proc.returncode == 130, out
@@ -86,7 +83,7 @@ def test_ctrl_c_mid_run_leaves_nothing(run_dir, clean_machine):
 def test_killed_run_is_swept_by_cleanup(run_dir, clean_machine):
     proc = _start_scenario(run_dir)
     _wait_for(proc, "fabric up")
-    records = [runstate.RunRecord.load(p) for p in runstate.STATE_DIR.glob("*.json")]
+    records = [runrecord.RunRecord.load(p) for p in runrecord.STATE_DIR.glob("*.json")]
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     assert leftovers() != []
@@ -97,19 +94,19 @@ def test_killed_run_is_swept_by_cleanup(run_dir, clean_machine):
                    capture_output=True)
     assert alive([p for r in records for p in r.data["processes"]]) == []
     for pid, _, fd, size in [r.data["send_buffer"] for r in records if "send_buffer" in r.data]:
-        with portbuffers.SendBuffer(pid, fd) as buf:
+        with sendbuffer.SendBuffer(pid, fd) as buf:
             assert buf.size == size   # ovs-vswitchd's send buffer is back to what the run found
 
 
 def test_send_buffer_of_ovs_is_sized_for_every_queue_and_restored_after(run_dir, clean_machine):
-    topo, routes = small()
-    pid = ovs_vswitchd_pid()
-    with Emulation(topo, routes, run_dir, log=lambda m: None) as emu:
+    topo, plan = small()
+    pid = ovs.vswitchd_pid()
+    with Emulation(topo, plan, run_dir, log=lambda m: None) as emu:
         if emu.datapath != "user":
             pytest.skip("only the userspace datapath sends through a packet socket")
-        with portbuffers.SendBuffer(pid, portbuffers.send_socket_fd(pid)) as during:
-            needed = portbuffers.needed([link.queue for _, link in emu._switch_ports()], emu.mtu)
+        with sendbuffer.SendBuffer(pid, sendbuffer.send_socket_fd(pid)) as during:
+            needed = sendbuffer.needed([link.queue for _, link in topo.switch_ports()], emu.mtu)
             assert during.size >= needed
             found_size = emu.record.data["send_buffer"][3]
-    with portbuffers.SendBuffer(pid, portbuffers.send_socket_fd(pid)) as after:
+    with sendbuffer.SendBuffer(pid, sendbuffer.send_socket_fd(pid)) as after:
         assert after.size == found_size

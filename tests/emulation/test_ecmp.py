@@ -1,19 +1,27 @@
 """The collision probe on real packets: HDRM on BiGraph with deterministic routes against HD on a
 leaf-spine Clos with ECMP, 16 ranks each at equal link rate, measured in one run."""
-import argparse
-
 import pytest
 
-from scenarios.ecmp_collisions import cases, run_case
+from testbed import routing
+from testbed.collectives.placements import place
+from testbed.emulation.network import Emulation
+from testbed.probes.collisions import collision_trials
+from testbed.topology import BiGraph, LeafSpine
+
+CASES = {"clos-ecmp-hd": (LeafSpine(4, 4, 4), "ecmp", "hd"),
+         "bigraph-deterministic-hdrm": (BiGraph(2, 8), "deterministic", "hdrm")}
 
 
 @pytest.fixture(scope="module")
 def trials(tmp_path_factory):
-    args = argparse.Namespace(topology="bigraph:2,8", clos="leafspine:4,4,4", rate=10.0, queue=100, mtu=9000,
-                              bytes=1 << 20, trials=2, iters=2)
-    out = tmp_path_factory.mktemp("ecmp")
-    return {label: run_case(label, topo, mode, variant, args, out, progress=lambda line: None)
-            for label, topo, mode, variant in cases(args)}
+    out = {}
+    for label, (topo, mode, variant) in CASES.items():
+        folder = tmp_path_factory.mktemp(label)
+        schedule, hosts = place(variant, topo)
+        with Emulation(topo, routing.plan(topo, mode), folder, log=lambda m: None) as emu:
+            out[label] = collision_trials(emu, label, variant, schedule, hosts, 1 << 20, trials=2, iters=2,
+                                          folder=folder, progress=lambda line: None)
+    return out
 
 
 def test_hdrm_on_bigraph_has_no_collision_as_predicted(trials):

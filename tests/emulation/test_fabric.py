@@ -3,17 +3,17 @@ import subprocess
 
 import pytest
 
-from testbed.emulation import Emulation
-from testbed.fidelity import longest_route, reachability, run_flows, spread_pairs
-from testbed.queues import QueueSampler
-from testbed.routing import deterministic_routes
-from testbed.topologies import BiGraph
+from testbed import routing
+from testbed.emulation.network import Emulation
+from testbed.fidelity.fabric_check import longest_route, reachability, run_flows, spread_pairs
+from testbed.probes.queues import QueueSampler
+from testbed.topology import BiGraph, interface
 
 
 @pytest.fixture(scope="module")
 def bigraph(tmp_path_factory):
     topo = BiGraph(2, 8)
-    with Emulation(topo, deterministic_routes(topo), tmp_path_factory.mktemp("bigraph"), log=lambda m: None) as emu:
+    with Emulation(topo, routing.plan(topo), tmp_path_factory.mktemp("bigraph"), log=lambda m: None) as emu:
         yield emu
 
 
@@ -23,15 +23,17 @@ def test_bigraph_every_host_reaches_every_other(bigraph):
 
 
 def test_single_flow_over_longest_path_gets_link_rate(bigraph):
-    route = longest_route(bigraph.routes)
+    routes = bigraph.routing.routes
+    route = longest_route(routes)
     assert len(route.hops) == 3
-    (flow,), cpu = run_flows(bigraph, [(route.src, route.dst)], duration=4)
+    (flow,), cpu = run_flows(bigraph, [(route.src, route.dst)], routes, duration=4)
     assert flow["error"] is None
     assert flow["ratio"] >= 0.9, (flow, cpu)
 
 
 def test_parallel_flows_get_link_rate(bigraph):
-    flows, cpu = run_flows(bigraph, spread_pairs(bigraph.topo, bigraph.routes), duration=4)
+    routes = bigraph.routing.routes
+    flows, cpu = run_flows(bigraph, spread_pairs(bigraph.topo, routes), routes, duration=4)
     assert len(flows) == 16
     assert min(f["ratio"] for f in flows) >= 0.85, (flows, cpu)
 
@@ -42,10 +44,10 @@ def test_flows_sharing_a_switch_link_share_its_rate(bigraph):
     topo = bigraph.topo
     pairs = [(topo.hosts["h0"].ports[0], topo.hosts["h8"].ports[0]),
              (topo.hosts["h1"].ports[0], topo.hosts["h9"].ports[0])]
-    routes = [bigraph.routes[s.ip, d.ip] for s, d in pairs]
+    routes = [bigraph.routing.routes[s.ip, d.ip] for s, d in pairs]
     assert routes[0].hops[0].switch == routes[1].hops[0].switch
     assert routes[0].hops[0].out_port == routes[1].hops[0].out_port
-    flows, cpu = run_flows(bigraph, pairs, duration=4)
+    flows, cpu = run_flows(bigraph, pairs, bigraph.routing.routes, duration=4)
     total = sum(f["received_mbit"] for f in flows)
     assert all(f["expected_mbit"] == topo.rate / 2 for f in flows)
     assert 0.85 * topo.rate <= total <= 1.02 * topo.rate, (flows, cpu)
@@ -57,12 +59,12 @@ def test_a_shared_switch_queue_fills_to_its_limit_and_drops_there(bigraph):
     buffer was sized for the queues, the backlog stopped near 12 jumbo frames and OVS dropped the
     rest where no counter saw it."""
     topo = bigraph.topo
-    route = bigraph.routes[topo.hosts["h0"].ports[0].ip, topo.hosts["h8"].ports[0].ip]
-    shared = f"{route.hops[0].switch}-eth{route.hops[0].out_port}"
+    route = bigraph.routing.routes[topo.hosts["h0"].ports[0].ip, topo.hosts["h8"].ports[0].ip]
+    shared = interface(route.hops[0].switch, route.hops[0].out_port)
     payload = bigraph.mtu - 28
     with QueueSampler(shared, interval=0.01) as queue:
-        floods = [bigraph.popen(src, ["ping", "-q", "-i", "0.002", "-c", "1000", "-s", str(payload),
-                                      topo.hosts[dst].ports[0].ip], stdout=subprocess.DEVNULL)
+        floods = [bigraph.spawn(["ping", "-q", "-i", "0.002", "-c", "1000", "-s", str(payload),
+                                 topo.hosts[dst].ports[0].ip], src, stdout=subprocess.DEVNULL)
                   for src, dst in [("h0", "h8"), ("h1", "h9")]]
         for proc in floods:
             proc.wait(timeout=30)

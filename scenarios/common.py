@@ -1,0 +1,53 @@
+"""What every scenario shares: the fabric options, and parsing that refuses bad input in one line.
+
+A scenario module has NAME, HELP, ``add_arguments(parser)``, ``prepare(args)``, which checks every
+option and builds the plain-data plan (no root, nothing built, nothing written; the plan's
+``fabrics`` lists the topologies it will emulate), and ``run(plan, results)``, which builds,
+checks, measures and writes into the ``RunFolder`` results, returning the exit code.
+"""
+from testbed.emulation.network import DEFAULT_MTU
+from testbed.errors import TestbedError
+from testbed.fidelity.capacity import check_mtu
+from testbed.topology import DEFAULT_QUEUE, DEFAULT_RATE, FORMS, from_spec
+
+
+def add_fabric_arguments(parser, topology):
+    parser.add_argument("--topology", default=topology, help=f"{FORMS} (default %(default)s)")
+    parser.add_argument("--rate", type=float, default=DEFAULT_RATE, help="link rate, Mbit/s (default %(default)s)")
+    parser.add_argument("--queue", type=int, default=DEFAULT_QUEUE,
+                        help="egress FIFO limit per link end, packets (default %(default)s)")
+    parser.add_argument("--mtu", type=int, default=DEFAULT_MTU, help="MTU of every link (default %(default)s)")
+
+
+def fabric(args, spec=None):
+    """The topology the fabric options describe (spec overrides --topology), checked."""
+    check_mtu(args.mtu)
+    return from_spec(spec or args.topology, rate=args.rate, queue=args.queue)
+
+
+def names(text, option, allowed):
+    """A comma-separated list of known names, at least one."""
+    found = [n.strip() for n in text.split(",") if n.strip()]
+    if not found:
+        raise TestbedError(f"{option} is empty: give one or more of {', '.join(allowed)}")
+    unknown = [n for n in found if n not in allowed]
+    if unknown:
+        raise TestbedError(f"{option}: unknown {', '.join(unknown)}: use one or more of {', '.join(allowed)}")
+    return found
+
+
+def counts(text, option):
+    """A comma-separated list of positive whole numbers, at least one."""
+    try:
+        found = [int(n) for n in text.split(",") if n.strip()]
+    except ValueError:
+        raise TestbedError(f"{option} should be whole numbers separated by commas (got {text!r})") from None
+    if not found or min(found) < 1:
+        raise TestbedError(f"{option} needs one or more positive whole numbers (got {text!r})")
+    return found
+
+
+def at_least(value, minimum, option, unit=""):
+    if value < minimum:
+        raise TestbedError(f"{option} must be at least {minimum}{unit} (got {value})")
+    return value

@@ -1,0 +1,92 @@
+"""Run real socket allreduce: one rank process per rank (``testbed.programs.rank``), driven over its
+stdin/stdout.
+
+A launcher starts a rank's process where it belongs: on loopback (no root, for fast tests) or
+inside its emulated host. The coordinator is a barrier: every rank finishes iteration i before any
+starts i+1. An iteration's time runs from the first rank's start to the last rank's end, on the
+machine-wide monotonic clock that every namespace shares.
+"""
+import json
+import queue
+
+from testbed.collectives.placements import rank_ips
+from testbed.emulation.programs import LOOPBACK, ProgramError, expect_all, free_port, start_local, stop_all
+
+
+class AllreduceError(ProgramError):
+    pass
+
+
+def loopback_launcher(ranks):
+    """(addresses, launch) for ranks on 127.0.0.1, each on a free port."""
+    addresses = [(LOOPBACK, free_port()) for _ in range(ranks)]
+
+    def launch(rank, config, inbox):
+        return start_local(f"rank {rank}", "rank", config, inbox=inbox)
+    return addresses, launch
+
+
+def emulation_launcher(emu, hosts, port=7000):
+    """(addresses, launch) for rank r inside host hosts[r], on its first NIC port."""
+    addresses = [(ip, port) for ip in rank_ips(emu.topo, hosts)]
+
+    def launch(rank, config, inbox):
+        return emu.program(hosts[rank], "rank", config, name=f"rank {rank} ({hosts[rank]})", inbox=inbox)
+    return addresses, launch
+
+
+class Coordinator:
+    """with Coordinator(algorithm, addresses, launch) as c: c.run(count, iterations)"""
+
+    def __init__(self, algorithm, addresses, launch, timeout=20.0, sockbuf=1 << 20, streams=1, pacing=None,
+                 eager_limit=None):
+        """pacing: bytes/s each connection is paced at (None: not paced); eager_limit: messages up to
+        this many bytes are sent without waiting for the receiver (None: the rank's default)."""
+        self.algorithm, self.addresses, self.launch = algorithm, addresses, launch
+        self.config = {"ranks": len(addresses), "algorithm": algorithm, "addresses": addresses,
+                       "timeout": timeout, "sockbuf": sockbuf, "streams": streams, "pacing": pacing,
+                       "eager_limit": eager_limit}
+        self.timeout, self.ranks, self.inbox = timeout, [], queue.Queue()
+
+    def __enter__(self):
+        try:
+            for rank in range(len(self.addresses)):
+                self.ranks.append(self.launch(rank, json.dumps({**self.config, "rank": rank}), self.inbox))
+            self._collect("ready", self.timeout + 30)
+        except BaseException:
+            stop_all(self.ranks)
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        stop_all(self.ranks)
+
+    @property
+    def procs(self):
+        return [r.proc for r in self.ranks]
+
+    def _collect(self, key, timeout):
+        try:
+            return expect_all(self.ranks, key, timeout, label=f"{self.algorithm}: ")
+        except ProgramError as e:
+            raise AllreduceError(str(e)) from None
+
+    def iterate(self, count, iteration, timeout):
+        """One barrier-synchronised allreduce: its time, #wrong, and when each step ended (the
+        last rank's end, from the iteration's start): the view that shows a straggling flow."""
+        for rank in self.ranks:
+            try:
+                rank.send(count=count, iteration=iteration)
+            except ProgramError as e:
+                raise AllreduceError(f"{self.algorithm}: {e}") from None
+        replies = self._collect("iteration", timeout)
+        start = min(r["t0"] for r in replies)
+        # step i of the collective ends when its last rank ends it
+        step_ends = [max(ends) - start for ends in zip(*(r["steps"] for r in replies))]
+        return {"time": max(r["t1"] for r in replies) - start, "step_ends": step_ends,
+                "wrong": sum(r["wrong"] for r in replies)}
+
+    def run(self, count, iterations, warmup=1, timeout=120.0):
+        """Times (s) of the timed iterations and the total #wrong over all of them, warmup included."""
+        results = [self.iterate(count, i, timeout) for i in range(warmup + iterations)]
+        return [r["time"] for r in results[warmup:]], sum(r["wrong"] for r in results)

@@ -1,0 +1,70 @@
+"""Which host runs which rank: a list of host names, index = rank.
+
+An allreduce variant is a schedule plus a placement: Ring in rank order or alternating layers,
+Halving-Doubling in rank order (plain HD) or with EFLOPS' rank mapping (HDRM).
+"""
+from testbed.collectives.schedules import HalvingDoubling, Ring
+from testbed.errors import TestbedError
+from testbed.topology import BiGraph
+
+
+def rank_ips(topo, hosts):
+    """The address each rank uses: its host's first NIC port."""
+    return [topo.hosts[h].ports[0].ip for h in hosts]
+
+
+def rank_order(topo):
+    return [h.name for h in sorted(topo.hosts.values(), key=lambda h: h.index)]
+
+
+def _bigraph(topo, what):
+    if not isinstance(topo, BiGraph):
+        raise TestbedError(f"{what} is defined on BiGraph only (got {topo.name}): use --topology bigraph:m,n")
+    return topo
+
+
+def alternating_layers(topo):
+    """The papers' Ring baseline on BiGraph: consecutive ranks alternate Upper and Lower. Rank 2i sits
+    on Upper switch i mod K and rank 2i+1 on Lower switch (i mod K + i div K) mod K, both on port
+    i div K: with m <= n/2 no two ring hops share a directed link."""
+    topo = _bigraph(topo, "the alternating-layer ring")
+    k, hosts = topo.half, []
+    for i in range(topo.m * k):
+        x, j = i % k, i // k
+        hosts += [topo.host_at(x, j).name, topo.host_at(k + (x + j) % k, j).name]
+    return hosts
+
+
+def hdrm(topo):
+    """EFLOPS' rank mapping. With K = n/2 and rank r = j*n + x (0 <= x < n, 0 <= j < m), i = x >> 1:
+    popcount(r) even -> Upper switch (i + j) mod K, port j; odd -> Lower switch K + i, port j."""
+    topo = _bigraph(topo, "HDRM")
+    if topo.m > topo.c * topo.half:
+        raise TestbedError(f"HDRM needs m <= c*n/2 (got m={topo.m}, c={topo.c}, n={topo.n}): "
+                           f"use at most {topo.c * topo.half} endpoints per switch, or more switches or links")
+    HalvingDoubling().check(topo.m * topo.n)
+    k, hosts = topo.half, []
+    for r in range(topo.m * topo.n):
+        j, x = divmod(r, topo.n)
+        i = x >> 1
+        switch = (i + j) % k if bin(r).count("1") % 2 == 0 else k + i
+        hosts.append(topo.host_at(switch, j).name)
+    return hosts
+
+
+VARIANTS = {
+    "ring": (Ring(), rank_order),
+    "ring_topo": (Ring(), alternating_layers),
+    "hd": (HalvingDoubling(), rank_order),
+    "hdrm": (HalvingDoubling(), hdrm),
+}
+
+
+def place(variant, topo):
+    """(schedule, host per rank) for an allreduce variant, refused clearly when it cannot run here."""
+    if variant not in VARIANTS:
+        raise TestbedError(f"unknown allreduce {variant!r}: use one of {', '.join(VARIANTS)}")
+    schedule, placement = VARIANTS[variant]
+    hosts = placement(topo)
+    schedule.check(len(hosts))
+    return schedule, hosts

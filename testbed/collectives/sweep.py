@@ -1,0 +1,91 @@
+"""The size sweep: every allreduce variant over a range of message sizes in a running emulation,
+one nccl-tests-style row per (variant, size) with its bottleneck verdict, and the comparison of the
+variants at the smallest and the largest size."""
+from testbed.collectives.coordinator import Coordinator, emulation_launcher
+from testbed.collectives.data import ELEMENT_BYTES
+from testbed.collectives.metrics import result_row
+from testbed.collectives.placements import place
+from testbed.errors import TestbedError
+from testbed.fidelity.verdict import CpuMonitor, describe_all
+from testbed.report import tables
+
+
+def sizes(min_bytes, max_bytes, factor):
+    """Message sizes from min_bytes to max_bytes, times factor each, whole elements."""
+    if min_bytes < ELEMENT_BYTES or max_bytes < min_bytes or factor < 2:
+        raise TestbedError(f"sizes need {ELEMENT_BYTES} <= --min-bytes <= --max-bytes and --factor >= 2")
+    out, size = [], min_bytes
+    while size <= max_bytes:
+        out.append(size - size % ELEMENT_BYTES)
+        size *= factor
+    return out
+
+
+def place_variants(topo, variants):
+    """{variant: (schedule, hosts)}, refusing what cannot run, before anything is built."""
+    return {name: place(name, topo) for name in variants}
+
+
+def iterations_for(size, iters, link_bytes, budget=1.0, cap=50):
+    """At least `iters`; small messages get more (up to `cap`, about `budget` s each), since their
+    times are ms of scheduling noise on 2 cores and a median of few is unsteady."""
+    expected = 2 * size / link_bytes + 0.02
+    return max(iters, min(cap, int(budget / expected)))
+
+
+def run_sweep(emu, placed, size_list, warmup, iters, progress=print, eager_limit=None):
+    """Rows of nccl-tests-style results, one per (variant, size), each with its CPU verdict."""
+    rows, total = [], len(placed) * len(size_list)
+    link_bytes = emu.topo.bytes_per_s
+    progress(tables.header())
+    for name, (schedule, hosts) in placed.items():
+        addresses, launch = emulation_launcher(emu, hosts)
+        with Coordinator(schedule.name, addresses, launch, pacing=link_bytes,
+                         eager_limit=eager_limit) as coordinator:
+            for size in size_list:
+                timeout = 60 + 40 * size / link_bytes
+                with CpuMonitor() as cpu:
+                    times, wrong = coordinator.run(size // ELEMENT_BYTES, iterations_for(size, iters, link_bytes),
+                                                   warmup, timeout=timeout)
+                row = result_row(name, size, times, wrong, len(hosts), emu.topo.rate)
+                row.update(cpu.result())
+                rows.append(row)
+                progress(f"{tables.row(row)} [{len(rows)}/{total}]")
+    return rows
+
+
+RATIOS = [("hdrm", "ring"), ("hdrm", "ring_topo"), ("hd", "ring"), ("hdrm", "hd")]
+
+
+def compare_variants(rows):
+    """Winners and ratios at the smallest and the largest size."""
+    by = {(r["algorithm"], r["size"]): r for r in rows}
+    small, large = min(r["size"] for r in rows), max(r["size"] for r in rows)
+    names = list(dict.fromkeys(r["algorithm"] for r in rows))
+    out = {"smallest_size": small, "largest_size": large,
+           "small_winner": min(names, key=lambda n: by[n, small]["time_us"]),
+           "large_winner": max(names, key=lambda n: by[n, large]["busbw_MBps"]),
+           "small_time_us": {n: by[n, small]["time_us"] for n in names},
+           "large_busbw_over_link": {n: by[n, large]["busbw_over_link"] for n in names},
+           "wrong": sum(r["wrong"] for r in rows),
+           "emulator_bottleneck_rows": [f"{r['algorithm']}@{r['size']}" for r in rows if r["emulator_bottleneck"]],
+           "max_ovs_vswitchd_cores": max(r["ovs_vswitchd_cores"] for r in rows),
+           "emulator": describe_all(rows, lambda r: f"{r['algorithm']}@{r['size']}")}
+    ratios = {}
+    for a, b in RATIOS:
+        if a in names and b in names:
+            ratios[f"{a}/{b} time at {small} B"] = round(by[a, small]["time_us"] / by[b, small]["time_us"], 2)
+            ratios[f"{a}/{b} busbw at {large} B"] = round(by[a, large]["busbw_MBps"] / by[b, large]["busbw_MBps"], 2)
+    out["ratios"] = ratios
+    return out
+
+
+def summary_lines(cmp):
+    """The comparison as lines a person reads."""
+    lines = [f"  smallest ({cmp['smallest_size']} B): fastest is {cmp['small_winner']}; times (us) "
+             + ", ".join(f"{n} {t:.0f}" for n, t in cmp["small_time_us"].items()),
+             f"  largest ({cmp['largest_size']} B): highest busbw is {cmp['large_winner']}; busbw/link "
+             + ", ".join(f"{n} {v:.2f}" for n, v in cmp["large_busbw_over_link"].items())]
+    lines += [f"  {label}: {value}" for label, value in cmp["ratios"].items()]
+    lines += [f"  #wrong over every iteration: {cmp['wrong']}", f"  {cmp['emulator']}"]
+    return lines

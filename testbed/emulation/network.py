@@ -1,0 +1,219 @@
+"""A Topology brought to life: Mininet hosts, Open vSwitch switches, shaped links, installed routes.
+
+    with Emulation(topo, routing.plan(topo), run_dir) as emu:
+        emu.host("h0").cmd("ping -c1 10.0.0.2")
+
+Whatever happens inside the block (an exception, Ctrl-C, SIGTERM), everything the run created is
+removed on the way out; what a killed run leaves is found and removed by ``runrecord``.
+"""
+import contextlib
+import json
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from mininet.link import Link
+from mininet.log import setLogLevel
+from mininet.net import Mininet
+from mininet.node import Host, OVSSwitch
+
+from testbed.emulation import ovs, preflight, runrecord, sendbuffer, shaping
+from testbed.emulation.controller import Controller
+from testbed.emulation.programs import LOOPBACK, POPEN, Program, argv
+from testbed.errors import TestbedError
+
+# The userspace datapath's work is per packet: jumbo frames carry the same load for less CPU (bench/).
+DEFAULT_MTU = 9000
+IP_BASE = "10.0.0.0/16"
+
+
+class ControllerAddress:
+    """Where the switches find the controller. Not a Mininet controller node: RemoteController
+    probes the port with telnet, which can hang once os-ken listens, and brings a shell of its own."""
+    name, protocol = "c0", "tcp"
+
+    def __init__(self, ip, port):
+        self.ip, self.port = ip, port
+
+    def IP(self):
+        return self.ip
+
+
+class RecordedShell:
+    """A Mininet node whose shell pid is on the run record from the moment it exists."""
+
+    def __init__(self, name, record=None, **params):
+        self.record = record
+        super().__init__(name, **params)
+
+    def startShell(self, mnopts=None):
+        super().startShell(mnopts)
+        self.record.add(pids=[self.pid])
+
+
+class TestbedHost(RecordedShell, Host):
+    pass
+
+
+class TestbedSwitch(RecordedShell, OVSSwitch):
+    """An OVS bridge tagged with the run that made it, in the same transaction that creates it."""
+
+    def __init__(self, name, controller=None, **params):
+        self.controller = controller
+        super().__init__(name, **params)
+
+    @classmethod
+    def setup(cls):
+        """Mininet's check gives ovs-vsctl 1 s and exits the process; preflight checks OVS instead."""
+        cls.OVSVersion = ovs.version()
+
+    def bridgeOpts(self):
+        return super().bridgeOpts() + f" external_ids:{runrecord.TAG}={self.record.run_id}"
+
+    def start(self, controllers):
+        super().start([self.controller])
+
+
+def _raise_exit(signum, _frame):
+    raise SystemExit(128 + signum)
+
+
+class Emulation:
+    def __init__(self, topo, routing, run_dir, mtu=DEFAULT_MTU, log=print, refuse_overload=True):
+        """routing: the RoutingPlan the controller installs. The topology and the plan are written
+        into run_dir as topology.json and routing.json, so a result can be understood and replayed.
+        refuse_overload=False lets a benchmark offer more than the emulator carries faithfully."""
+        self.topo, self.routing, self.run_dir, self.mtu, self.log = topo, routing, Path(run_dir), mtu, log
+        self.refuse_overload = refuse_overload
+        self.net = self.controller = self.record = None
+        self.datapath = None
+        self._old_handlers = {}
+
+    # --- lifecycle ------------------------------------------------------------------------
+    def __enter__(self):
+        self.datapath = preflight.require_emulation(self.topo, self.mtu, self.refuse_overload)
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            self._old_handlers[sig] = signal.signal(sig, _raise_exit)
+        try:
+            self._start()
+        except BaseException:
+            self._teardown()
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        self._teardown()
+
+    def _start(self):
+        topo, started = self.topo, time.monotonic()
+        self.record = runrecord.RunRecord.create()
+        self.record.add(bridges=list(topo.switches), interfaces=[intf for intf, _ in topo.switch_ports()])
+        (self.run_dir / "topology.json").write_text(json.dumps(topo.to_dict(), indent=1))
+        plan_file = self.run_dir / "routing.json"
+        plan_file.write_text(json.dumps(self.routing.to_dict()))
+        self.controller = Controller(self.routing, plan_file, self.run_dir)
+        self.record.add(pids=[self.controller.start()])
+
+        setLogLevel("warning")
+        self.log(f"building {topo.describe()} (OVS {self.datapath}space datapath, MTU {self.mtu})")
+        net = self.net = Mininet(topo=None, build=False, controller=None, ipBase=IP_BASE,
+                                 autoSetMacs=False, waitConnected=False)
+        address = ControllerAddress(LOOPBACK, self.controller.port)
+        for s in topo.switches.values():
+            net.addSwitch(s.name, cls=TestbedSwitch, record=self.record, controller=address,
+                          dpid=f"{s.dpid:016x}",
+                          datapath=self.datapath, protocols="OpenFlow13", failMode="secure")
+        for h in topo.hosts.values():
+            net.addHost(h.name, cls=TestbedHost, record=self.record, ip=None)
+        for link in topo.links:
+            net.addLink(link.a, link.b, port1=link.a_port, port2=link.b_port, cls=Link,
+                        **self._address_params(link.a, link.a_port, "1"),
+                        **self._address_params(link.b, link.b_port, "2"))
+        try:
+            net.build()
+            self._configure_hosts()
+            net.start()
+            # After start: adding a port to OVS deletes the root qdisc of its interface.
+            self._shape_switch_ports()
+        except SystemExit:  # Mininet reports errors with exit(1)
+            raise TestbedError("Mininet gave up building the network (its message is above)") from None
+        waited = self.controller.wait_ready({s.name: s.dpid for s in topo.switches.values()})
+        if self.datapath == "user":
+            self._size_send_buffer()
+        self.log(f"fabric up in {time.monotonic() - started:.1f} s "
+                 f"(controller installed {self.routing.rule_count} {self.routing.mode} rules in {waited:.1f} s)")
+
+    def _address_params(self, node, port, side):
+        if node not in self.topo.hosts:
+            return {}
+        nic = self.topo.hosts[node].ports[port]
+        return {f"addr{side}": nic.mac, f"params{side}": {"ip": f"{nic.ip}/24"}}
+
+    def _configure_hosts(self):
+        for h in self.topo.hosts.values():
+            node = self.net.get(h.name)
+            # TCP through the userspace datapath hangs with TX checksum offload on (Mininet #653);
+            # segmentation offloads off too, so HTB shapes real frames. A collective reuses each
+            # connection after a pause: without slow_start_after_idle=0 every HD step restarts from
+            # the initial window (measured: 1 MiB HDRM at 0.68-0.78 of the link rate, 0.84-0.93 without).
+            node.cmd("sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1 "
+                     "net.ipv4.tcp_slow_start_after_idle=0; " +
+                     "; ".join(f"ethtool -K {nic.intf} tx off tso off gso off" for nic in h.ports))
+            with shaping.netlink(node.pid) as ipr:
+                for nic in h.ports:
+                    shaping.shape(ipr, nic.intf, self.topo.rate, self.topo.queue, self.mtu)
+                    shaping.static_neighbours(ipr, nic.intf, [
+                        (peer.ip, peer.mac) for peer in self.topo.nic_ports()
+                        if peer.port == nic.port and peer.host != h.name])
+
+    def _size_send_buffer(self):
+        """Every switch queue full must fit in ovs-vswitchd's send socket: see sendbuffer."""
+        pid = ovs.vswitchd_pid()
+        need = sendbuffer.needed([link.queue for _, link in self.topo.switch_ports()], self.mtu)
+        if not self.record.raise_send_buffer(pid, need):   # OVS opens it at its first send: make one
+            h = next(iter(self.topo.hosts.values()))
+            peer = next(p for p in self.topo.nic_ports() if p.host != h.name and p.port == 0)
+            self.host(h.name).cmd(f"ping -c1 -W1 {peer.ip}")
+            if not self.record.raise_send_buffer(pid, need):
+                raise TestbedError("ovs-vswitchd has no packet socket after a ping through the fabric; "
+                                   "is it running the userspace datapath?")
+
+    def _shape_switch_ports(self):
+        with shaping.netlink() as ipr:
+            for intf, link in self.topo.switch_ports():
+                with open(f"/proc/sys/net/ipv6/conf/{intf}/disable_ipv6", "w") as f:
+                    f.write("1")
+                shaping.shape(ipr, intf, link.rate, link.queue, self.mtu)
+
+    def _teardown(self):
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)   # a second Ctrl-C must not stop cleanup
+        try:
+            # Not net.stop(): it talks to each node's shell, and hangs on a half-built network.
+            # terminate() only signals the shell and closes its ptys; the sweep removes the rest.
+            for node in (self.net.hosts + self.net.switches) if self.net else []:
+                with contextlib.suppress(Exception):
+                    node.terminate()
+            if self.controller is not None:
+                self.controller.stop()
+            if self.record is not None:
+                self.record.sweep()
+        finally:
+            signal.signal(signal.SIGINT, previous)
+            for sig, handler in self._old_handlers.items():
+                signal.signal(sig, handler)
+
+    # --- use --------------------------------------------------------------------------------
+    def host(self, name):
+        return self.net.get(name)
+
+    def spawn(self, args, host=None, **kwargs):
+        """A process inside host's namespace (None: the root namespace), on the run record so that
+        a crash cannot orphan it."""
+        proc = self.host(host).popen(args, **kwargs) if host else subprocess.Popen(args, **kwargs)
+        self.record.add(pids=[proc.pid])
+        return proc
+
+    def program(self, host, module, *args, name=None, inbox=None):
+        """testbed.programs.<module> inside host (see emulation.programs)."""
+        return Program(name or f"{module} on {host}", self.spawn(argv(module, *args), host, **POPEN), inbox)

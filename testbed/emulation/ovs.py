@@ -1,0 +1,88 @@
+"""Every Open vSwitch command the testbed runs, in one place: the database (ovs-vsctl), OpenFlow
+state (ovs-ofctl), and facts about the running ovs-vswitchd."""
+import json
+import re
+import subprocess
+from pathlib import Path
+
+PIDFILE = Path("/var/run/openvswitch/ovs-vswitchd.pid")
+OPENFLOW = "OpenFlow13"
+
+
+def vsctl(*args, timeout=15):
+    return subprocess.run(["ovs-vsctl", f"--timeout={timeout}", *args],
+                          capture_output=True, text=True, timeout=timeout + 5)
+
+
+def ofctl(*args, timeout=10):
+    return subprocess.run(["ovs-ofctl", "-O", OPENFLOW, *args], capture_output=True, text=True, timeout=timeout)
+
+
+def version():
+    """'3.1' for Open vSwitch 3.1.0."""
+    out = subprocess.run(["ovs-vsctl", "--version"], capture_output=True, text=True).stdout
+    return re.findall(r"\d+\.\d+", out)[0]
+
+
+def reachable():
+    """Whether the OVS database answers."""
+    try:
+        return vsctl("show", timeout=3).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+def vswitchd_pid():
+    """The pid of the running ovs-vswitchd, or None."""
+    try:
+        pid = int(PIDFILE.read_text())
+    except (OSError, ValueError):
+        return None
+    return pid if Path(f"/proc/{pid}").exists() else None
+
+
+def kernel_datapath_available():
+    """Whether the running kernel has the openvswitch module loaded (loading it needs root)."""
+    return Path("/sys/module/openvswitch").exists()
+
+
+def load_kernel_datapath():
+    subprocess.run(["modprobe", "-q", "openvswitch"], capture_output=True)
+    return kernel_datapath_available()
+
+
+def tagged_bridges(tag):
+    """{bridge: value of external id `tag`} for every bridge that carries it."""
+    out = vsctl("--format=json", "--columns=name,external_ids", "list", "Bridge")
+    if out.returncode:
+        return {}
+    bridges = {}
+    for name, (_, ids) in json.loads(out.stdout)["data"]:
+        tags = dict(ids)
+        if tag in tags:
+            bridges[name] = tags[tag]
+    return bridges
+
+
+def delete_bridges(names):
+    """Remove the bridges from the database (which outlives the daemon and reboots)."""
+    if names:
+        args = []
+        for name in names:
+            args += ["--", "--if-exists", "del-br", name]
+        vsctl(*args)
+
+
+def flow_count(bridge):
+    found = re.search(r"flow_count=(\d+)", ofctl("dump-aggregate", bridge).stdout)
+    return int(found.group(1)) if found else -1
+
+
+def port_tx_bytes(ports):
+    """{(bridge, port): bytes the port has sent} from the OpenFlow port counters, one call per bridge."""
+    out = {}
+    for bridge in sorted({sw for sw, _ in ports}):
+        text = ofctl("dump-ports", bridge).stdout
+        for port, sent in re.findall(r"port\s+(\d+): rx .*?\n\s+tx pkts=\d+, bytes=(\d+)", text):
+            out[bridge, int(port)] = int(sent)
+    return {port: out[port] for port in ports}

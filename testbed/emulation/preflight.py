@@ -1,0 +1,52 @@
+"""What an emulation run needs from the machine, checked before anything is built; each failure
+is one line that names the fix."""
+import os
+from pathlib import Path
+
+from testbed.emulation import ovs, runrecord
+from testbed.errors import TestbedError
+from testbed.fidelity.capacity import check_mtu, check_rate
+
+
+def require_root():
+    if os.geteuid() != 0:
+        raise TestbedError("emulation needs root: run it with sudo (e.g. sudo .venv/bin/python run_scenario.py)")
+
+
+def datapath():
+    """'kernel' where the running kernel has (or can load) the openvswitch module, else 'user'."""
+    if ovs.kernel_datapath_available() or (os.geteuid() == 0 and ovs.load_kernel_datapath()):
+        return "kernel"
+    return "user"
+
+
+def require_ovs():
+    if not ovs.reachable():
+        raise TestbedError("Open vSwitch is not reachable: run 'sudo ./setup.sh' "
+                           "(or /usr/share/openvswitch/scripts/ovs-ctl start)")
+
+
+def require_clean(topo):
+    live = runrecord.live_runs()
+    if live:
+        pids = " ".join(str(r.data["owner"][0]) for r in live)
+        raise TestbedError(f"another testbed run is active (pid {pids}): wait for it or stop it")
+    left = runrecord.leftovers()
+    if left:
+        raise TestbedError(f"a previous run left {'; '.join(left)}: {runrecord.CLEANUP_HINT}")
+    taken = [s.name for s in topo.switches.values() if Path(f"/sys/class/net/{s.name}").exists()]
+    if taken:
+        raise TestbedError(f"interfaces {' '.join(taken[:5])} already exist (not made by this testbed): "
+                           "remove them or free those names")
+
+
+def require_emulation(topo, mtu, refuse_overload=True):
+    """Everything an emulation run needs, checked in the order a user would fix it; the datapath."""
+    check_mtu(mtu)
+    require_root()
+    path = datapath()
+    if refuse_overload:
+        check_rate(topo, mtu, path)
+    require_ovs()
+    require_clean(topo)
+    return path

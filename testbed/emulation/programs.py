@@ -1,0 +1,131 @@
+"""One way to run a program of ``testbed.programs``: inside an emulated host (its network
+namespace, through ``Emulation.program``) or here on loopback (``start_local``), ready when it says
+so, stopped by its own pid.
+
+Every such program speaks JSON lines on stdout: ``{"ready": true}`` once it can work, then one
+object per reply; on a failure ``{"error": "..."}`` before it exits. It reads commands, one JSON
+object per line, on stdin, and ends when stdin closes. Lines that are not JSON (a traceback) are
+kept and quoted when the program fails.
+"""
+import contextlib
+import json
+import queue
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections import deque
+from pathlib import Path
+
+from testbed.errors import TestbedError
+
+PROJECT = Path(__file__).resolve().parents[2]
+LOOPBACK = "127.0.0.1"
+
+
+class ProgramError(TestbedError):
+    pass
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind((LOOPBACK, 0))
+        return s.getsockname()[1]
+
+
+def argv(module, *args):
+    """The command line of testbed.programs.<module>."""
+    return [sys.executable, "-m", f"testbed.programs.{module}", *map(str, args)]
+
+
+POPEN = {"cwd": PROJECT, "stdin": subprocess.PIPE, "stdout": subprocess.PIPE, "stderr": subprocess.STDOUT,
+         "text": True}
+
+
+class Program:
+    """A started program. Its messages go to `inbox` as (program, message), and (program, None) when
+    its output ends; programs that are waited on together share one inbox."""
+
+    def __init__(self, name, proc, inbox=None):
+        self.name, self.proc = name, proc
+        self.inbox = inbox if inbox is not None else queue.Queue()
+        self.said = deque(maxlen=4)
+        threading.Thread(target=self._read, daemon=True).start()
+
+    @property
+    def pid(self):
+        return self.proc.pid
+
+    def _read(self):
+        for line in self.proc.stdout:
+            try:
+                msg = json.loads(line)
+            except ValueError:
+                msg = None
+            if isinstance(msg, dict):
+                self.inbox.put((self, msg))
+            elif line.strip():
+                self.said.append(line.strip())
+        self.inbox.put((self, None))
+
+    def send(self, **msg):
+        try:
+            self.proc.stdin.write(json.dumps(msg) + "\n")
+            self.proc.stdin.flush()
+        except (OSError, ValueError):   # its pipe broke: it is gone
+            raise ProgramError(self.exited()) from None
+
+    def exited(self):
+        """What to say about a program whose output ended."""
+        try:
+            code = self.proc.wait(5)
+        except subprocess.TimeoutExpired:
+            code = "still running"
+        last = f": {self.said[-1]}" if self.said else ""
+        return f"{self.name} exited (code {code}){last}"
+
+    def expect(self, key, timeout):
+        """Its next message that has `key`; ProgramError if it fails, exits or stays silent."""
+        return expect_all([self], key, timeout)[0]
+
+    def stop(self, grace=5.0):
+        stop_all([self], grace)
+
+
+def expect_all(programs, key, timeout, label=""):
+    """One message with `key` from each program (which share an inbox), in the programs' order."""
+    got, deadline = {}, time.monotonic() + timeout
+    inbox = programs[0].inbox
+    while len(got) < len(programs):
+        try:
+            program, msg = inbox.get(timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Empty:
+            silent = [p.name for p in programs if p not in got]
+            raise ProgramError(f"{label}{', '.join(silent)} did not answer within {timeout:.0f} s") from None
+        if msg is None:
+            raise ProgramError(label + program.exited())
+        if "error" in msg:
+            raise ProgramError(f"{label}{msg['error']}")
+        if key in msg:
+            got[program] = msg
+    return [got[p] for p in programs]
+
+
+def stop_all(programs, grace=5.0):
+    """Close every program's stdin (they end on that), then terminate and kill what still runs."""
+    for program in programs:
+        with contextlib.suppress(OSError, ValueError):
+            program.proc.stdin.close()
+    deadline = time.monotonic() + grace
+    for program in programs:
+        try:
+            program.proc.wait(max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            program.proc.kill()
+            program.proc.wait()
+
+
+def start_local(name, module, *args, inbox=None):
+    """A program in this machine's own namespace (loopback tests, no root)."""
+    return Program(name, subprocess.Popen(argv(module, *args), **POPEN), inbox)

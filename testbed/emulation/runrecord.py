@@ -1,0 +1,186 @@
+"""What a run creates, written down before it is created, so that a crash leaves a list to clean.
+
+A record in STATE_DIR names the run's OVS bridges, its interfaces in the root namespace and its
+processes (pid with start time, so a reused pid is never killed). Every bridge also carries the
+OVS external id TAG: the OVS database outlives reboots and /run, so a bridge is recognised as ours
+even when its record is gone. Nothing else is ever touched.
+"""
+import contextlib
+import json
+import os
+import signal
+import time
+from pathlib import Path
+
+from pyroute2 import IPRoute
+
+from testbed.emulation import ovs, sendbuffer
+
+STATE_DIR = Path("/run/ai-testbed")
+TAG = "ai-testbed-run"
+CLEANUP_HINT = "run 'sudo .venv/bin/python run_scenario.py --cleanup'"
+
+
+def _stat(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
+def start_time(pid):
+    """The process's start time in clock ticks since boot, or None if it is gone."""
+    fields = _stat(pid)
+    return int(fields[19]) if fields else None
+
+
+def running(pid, started):
+    """Whether the process that started at `started` still runs (a zombie does not)."""
+    fields = _stat(pid)
+    return bool(fields) and int(fields[19]) == started and fields[0] != "Z"
+
+
+def tagged_bridges():
+    """{bridge: run id} for every OVS bridge this testbed created."""
+    return ovs.tagged_bridges(TAG)
+
+
+class RunRecord:
+    def __init__(self, path, data):
+        self.path, self.data = Path(path), data
+
+    @classmethod
+    def create(cls):
+        pid = os.getpid()
+        run_id = f"{pid}-{start_time(pid)}"
+        STATE_DIR.mkdir(parents=True, exist_ok=True)
+        record = cls(STATE_DIR / f"{run_id}.json",
+                     {"run_id": run_id, "owner": [pid, start_time(pid)],
+                      "bridges": [], "interfaces": [], "processes": []})
+        record.save()
+        return record
+
+    @classmethod
+    def load(cls, path):
+        with open(path) as f:
+            return cls(path, json.load(f))
+
+    @classmethod
+    def all(cls):
+        records = []
+        for path in sorted(STATE_DIR.glob("*.json")):
+            try:
+                records.append(cls.load(path))
+            except (OSError, ValueError):
+                continue
+        return records
+
+    @property
+    def run_id(self):
+        return self.data["run_id"]
+
+    def owner_alive(self):
+        return running(*self.data["owner"])
+
+    def save(self):
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.data))
+        tmp.replace(self.path)
+
+    def add(self, bridges=(), interfaces=(), pids=()):
+        self.data["bridges"] += list(bridges)
+        self.data["interfaces"] += list(interfaces)
+        self.data["processes"] += [[pid, start_time(pid)] for pid in pids]
+        self.save()
+
+    def raise_send_buffer(self, pid, size):
+        """Raise ovs-vswitchd's send buffer to at least size bytes (see sendbuffer), writing
+        down the old size first; sweep() puts it back. Returns False if OVS has no send socket."""
+        fd = sendbuffer.send_socket_fd(pid)
+        if fd is None:
+            return False
+        with sendbuffer.SendBuffer(pid, fd) as buf:
+            self.data["send_buffer"] = [pid, start_time(pid), fd, buf.size]
+            self.save()
+            if buf.size < size:
+                buf.set(size)
+        return True
+
+    def sweep(self):
+        """Remove everything the record names that still exists, then the record itself."""
+        stop_processes(self.data["processes"])
+        ovs.delete_bridges(self.data["bridges"])
+        delete_interfaces(self.data["interfaces"])
+        restore_send_buffer(self.data.get("send_buffer"))
+        self.path.unlink(missing_ok=True)
+
+
+def stop_processes(processes, grace=3.0):
+    """SIGHUP and SIGTERM (Mininet's interactive shells only heed the first), then SIGKILL."""
+    alive = [(pid, st) for pid, st in processes if running(pid, st)]
+    for pid, _ in alive:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGHUP)
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid, _ in alive:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, sig)
+        deadline = time.monotonic() + grace
+        while alive and time.monotonic() < deadline:
+            alive = [(pid, st) for pid, st in alive if running(pid, st)]
+            time.sleep(0.05)
+        if not alive:
+            return
+
+
+def restore_send_buffer(entry):
+    """Put back the send buffer size a run found, if that same ovs-vswitchd still runs."""
+    if entry:
+        pid, started, fd, size = entry
+        if running(pid, started) and sendbuffer.send_socket_fd(pid) == fd:
+            with sendbuffer.SendBuffer(pid, fd) as buf:
+                buf.set(size)
+
+
+def delete_interfaces(names, timeout=15.0):
+    """Delete the interfaces, and wait until the kernel has let go of them: a veth whose peer sat
+    in a dying namespace vanishes asynchronously, and a new run must not find its name taken."""
+    if not names:
+        return
+    with IPRoute() as ipr:
+        for name in names:
+            for index in ipr.link_lookup(ifname=name):
+                with contextlib.suppress(Exception):   # its veth peer's deletion may have taken it already
+                    ipr.link("del", index=index)
+    deadline = time.monotonic() + timeout
+    while any(Path(f"/sys/class/net/{n}").exists() for n in names) and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
+def leftovers():
+    """Descriptions of what dead runs left behind (empty when the machine is clean)."""
+    records = RunRecord.all()
+    live = {r.run_id for r in records if r.owner_alive()}
+    found = [f"record of run {r.run_id}" for r in records if r.run_id not in live]
+    stray = sorted(b for b, run in tagged_bridges().items() if run not in live)
+    if stray:
+        found.append("OVS bridges " + " ".join(stray))
+    return found
+
+
+def live_runs():
+    return [r for r in RunRecord.all() if r.owner_alive()]
+
+
+def cleanup_all():
+    """Sweep every dead run's record and every tagged bridge no live run owns; return what went."""
+    removed, records = [], RunRecord.all()
+    live = {r.run_id for r in records if r.owner_alive()}
+    for record in records:
+        if record.run_id not in live:
+            removed += record.data["bridges"] + record.data["interfaces"]
+            record.sweep()
+    stray = [b for b, run in tagged_bridges().items() if run not in live]
+    ovs.delete_bridges(stray)
+    return sorted(set(removed + stray))

@@ -1,0 +1,37 @@
+"""What the emulator carries faithfully, and the check that refuses a fabric beyond it before
+anything is built."""
+from testbed.errors import TestbedError
+
+# Offered load (every NIC port sending at its link rate) that one userspace ovs-vswitchd on 2 cores,
+# every link end shaped, still delivers at 0.9 or better over 2-3 switch hops
+# (bench/forwarding_capacity.py, BiGraph(2,8), 16 flows).
+# MTU 9000: 0.98-0.99 at 80-320, 0.83-0.92 at 640 Mbit/s offered.
+# MTU 1500: 0.91-0.93 at 40-80 (TCP's goodput ceiling there is 0.96), 0.65-0.74 at 160.
+# The kernel datapath is not limited this way.
+USERSPACE_CAPACITY_MBIT = {1500: 80, 9000: 320}
+MTU_RANGE = (1280, 9000)
+
+
+def check_mtu(mtu):
+    if not MTU_RANGE[0] <= mtu <= MTU_RANGE[1]:
+        raise TestbedError(f"--mtu must be between {MTU_RANGE[0]} and {MTU_RANGE[1]} (got {mtu})")
+
+
+def capacity(mtu, datapath="user"):
+    """Total offered Mbit/s carried faithfully, or None where no limit was measured."""
+    if datapath == "kernel":
+        return None
+    return USERSPACE_CAPACITY_MBIT[9000 if mtu >= 9000 else 1500]
+
+
+def check_rate(topo, mtu, datapath="user"):
+    """Refuse a load the emulator cannot carry faithfully."""
+    cap = capacity(mtu, datapath)
+    ports = len(topo.nic_ports())
+    load = ports * topo.rate
+    if cap is not None and load > cap:
+        hint = " or --mtu 9000" if mtu < 9000 else ""
+        raise TestbedError(
+            f"{ports} NIC ports at {topo.rate:g} Mbit/s offer {load:g} Mbit/s, more than one userspace "
+            f"ovs-vswitchd forwards faithfully at MTU {mtu} (about {cap} Mbit/s): "
+            f"use --rate {cap / ports:.3g} or less{hint}")

@@ -1,0 +1,268 @@
+"""One allreduce rank: python -m testbed.programs.rank CONFIG_JSON
+
+Opens one TCP connection to each peer its schedule needs, for sending, and accepts one from each,
+for receiving: data never flows both ways on one connection, where its ACKs would queue behind the
+other direction's data (measured: HD's 1 MiB exchanges fell to 0.77 of the link rate); only a
+one-byte clear-to-send goes back, for messages above the eager limit. Then says {"ready": true}
+on stdout, then runs one allreduce for each {"count", "iteration"} line on stdin and answers
+{"iteration", "t0", "t1", "steps", "wrong"}, until stdin closes. Any failure, including a peer
+that sends nothing for `timeout` seconds, ends it with {"error": ...}. The inputs and the check
+against numpy's sum are in ``testbed.collectives.data``.
+"""
+import json
+import select
+import socket
+import struct
+import sys
+import time
+from collections import deque
+
+import numpy as np
+
+from testbed.collectives.data import DTYPE, expected_sum, rank_input
+from testbed.collectives.schedules import ALGORITHMS
+
+SO_MAX_PACING_RATE = 47   # <asm-generic/socket.h>; not in Python's socket module
+CLEAR_TO_SEND = b"\x01"
+# Larger messages go by rendezvous, as MPI sends large messages. Sent eagerly, a message from a
+# rank that is a step ahead shares links with the tail of its receiver's current step, which HD's
+# mapping keeps apart only within a step, and the delay passes on along HD's step dependencies
+# (HDRM at 1 MiB on 16 ranks, 10 Mbit/s: iterations took 1.6 s, or 1.9-2.4 s after such an
+# overlap; with rendezvous, 1.60 s in 23 of 24).
+EAGER_LIMIT = 64 << 10
+
+
+class PeerError(RuntimeError):
+    pass
+
+
+def _stripes(view, socks):
+    """{socket: its contiguous part of view}, parts as equal as can be, empty ones left out."""
+    n = len(socks)
+    parts = {sock: view[len(view) * k // n: len(view) * (k + 1) // n] for k, sock in enumerate(socks)}
+    return {sock: part for sock, part in parts.items() if len(part)}
+
+
+def starts_flow(steps, i, peer):
+    """Whether step i's message to (peer="send_to") or from ("recv_from") its peer starts a new flow.
+    One that follows the previous step's message on the same connection only extends that flow, so
+    it needs no rendezvous: Ring's steps would each wait a round trip (Ring at 4 MiB on 16 ranks:
+    0.88 of the link with a rendezvous per step, 0.96 without). Both ends agree, since every
+    transfer of step i-1 is a step i-1 transfer at both of its ends."""
+    return i == 0 or getattr(steps[i - 1], peer) != getattr(steps[i], peer)
+
+
+class Rank:
+    def __init__(self, cfg):
+        self.rank, self.ranks = cfg["rank"], cfg["ranks"]
+        self.schedule = ALGORITHMS[cfg["algorithm"]]()
+        self.addresses = [tuple(a) for a in cfg["addresses"]]
+        self.timeout, self.sockbuf = cfg["timeout"], cfg["sockbuf"]
+        self.streams, self.pacing = cfg.get("streams", 1), cfg.get("pacing")
+        self.eager_limit = EAGER_LIMIT if cfg.get("eager_limit") is None else cfg["eager_limit"]
+        self.out, self.inc = {}, {}     # peer -> [socket per stream]
+        self._incoming = {}             # socket -> the peer it receives from
+
+    def _tune(self, sock):
+        if self.pacing:
+            # Pace at the link rate, as an RDMA NIC paces a queue pair. Unpaced, TCP's window beyond
+            # the path's capacity waits in the switch queues, whose links all run at the same rate
+            # and so never drain them: round trips grew to 50-110 ms and HD's dependent steps
+            # waited on each other (HDRM at 1 MiB, median of 10 iterations in 3 runs each: 2.03-2.53 s
+            # unpaced, 1.72-2.22 s paced).
+            sock.setsockopt(socket.SOL_SOCKET, SO_MAX_PACING_RATE, int(self.pacing))
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.sockbuf)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self.sockbuf)
+
+    def connect(self):
+        peers = {p for s in self.schedule.steps(self.rank, self.ranks, self.ranks * 4)
+                 for p in (s.send_to, s.recv_from)}
+        listener = socket.create_server(self.addresses[self.rank], backlog=self.ranks * self.streams)
+        deadline = time.monotonic() + self.timeout
+        for peer in sorted(peers):
+            self.out[peer] = []
+            for stream in range(self.streams):
+                while True:
+                    sock = socket.socket()
+                    self._tune(sock)
+                    try:
+                        sock.connect(self.addresses[peer])
+                        break
+                    except OSError:
+                        sock.close()
+                        if time.monotonic() > deadline:
+                            raise PeerError(f"rank {self.rank}: cannot connect to rank {peer} at "
+                                            f"{self.addresses[peer]} within {self.timeout} s") from None
+                        time.sleep(0.05)
+                sock.sendall(struct.pack("!II", self.rank, stream))
+                self.out[peer].append(sock)
+        listener.settimeout(self.timeout)
+        self.inc = {peer: [None] * self.streams for peer in peers}
+        for _ in range(len(peers) * self.streams):
+            try:
+                sock, _ = listener.accept()
+            except TimeoutError:
+                raise PeerError(f"rank {self.rank}: peers did not all connect within {self.timeout} s") from None
+            self._tune(sock)
+            sock.settimeout(self.timeout)
+            peer, stream = struct.unpack("!II", self._recv_exact(sock, 8))
+            self.inc[peer][stream] = sock
+        listener.close()
+        self._incoming = {sock: peer for peer, socks in self.inc.items() for sock in socks}
+        for sock in self.sockets():
+            sock.setblocking(False)
+
+    def sockets(self):
+        return [s for socks in list(self.out.values()) + list(self.inc.values()) for s in socks if s]
+
+    @staticmethod
+    def _recv_exact(sock, n):
+        data = b""
+        while len(data) < n:
+            part = sock.recv(n - len(data))
+            if not part:
+                raise PeerError("peer closed during handshake")
+            data += part
+        return data
+
+    def allreduce(self, buf, staging, steps):
+        """Runs the steps; returns each step's end time.
+
+        Every step's receive is posted up front, into its own staging buffer, and every socket
+        is read whenever it has data, also for later steps: a peer that is a step ahead is never
+        left waiting on a receive window that a busy rank does not open, nor on the delayed ACK
+        (40-200 ms) that Linux sends for data nobody reads. The sends of a step go out when its
+        data is ready, i.e. once the previous step is reduced; a message larger than the eager
+        limit that starts a new flow waits, as in MPI's rendezvous protocol, for the receiver's
+        clear-to-send."""
+        as_bytes = lambda a: memoryview(a).cast("B")
+        posted = {sock: deque() for sock in self._incoming}
+        left, arriving = [], []        # per step: bytes still to come, the sockets they come on
+        for i, (s, area) in enumerate(zip(steps, staging)):
+            parts = _stripes(as_bytes(area), self.inc[s.recv_from])
+            for sock, part in parts.items():
+                posted[sock].append([i, part])
+            left.append(sum(len(part) for part in parts.values()))
+            arriving.append(list(parts))
+        ends = []
+        for i, s in enumerate(steps):
+            if left[i] > self.eager_limit and starts_flow(steps, i, "recv_from"):
+                self._clear_to_send(arriving[i], s.recv_from)
+            message = as_bytes(buf[slice(*s.send)])
+            sending = _stripes(message, self.out[s.send_to])
+            rendezvous = len(message) > self.eager_limit and starts_flow(steps, i, "send_to")
+            await_cts = set(sending) if rendezvous else set()
+            while sending or left[i]:
+                reading = [sock for sock, queue in posted.items() if queue] + list(await_cts)
+                ready = [sock for sock in sending if sock not in await_cts]
+                readable, writable, _ = select.select(reading, ready, [], self.timeout)
+                if not readable and not writable:
+                    waiting = (f"data from rank {s.recv_from}" if left[i] else
+                               f"rank {s.send_to} to be ready" if await_cts else f"rank {s.send_to} to take data")
+                    raise PeerError(f"rank {self.rank}: waited {self.timeout} s for {waiting}")
+                for sock in writable:
+                    self._send_some(sock, sending, s.send_to)
+                for sock in readable:
+                    if sock in await_cts:
+                        if self._take_cts(sock, s.send_to):
+                            await_cts.discard(sock)
+                    else:
+                        self._recv_some(sock, posted[sock], left)
+            lo, hi = s.recv
+            if s.reduce:
+                np.add(buf[lo:hi], staging[i], out=buf[lo:hi])
+            else:
+                buf[lo:hi] = staging[i]
+            ends.append(time.monotonic())
+        return ends
+
+    def _clear_to_send(self, socks, peer):
+        """One byte back on each connection that the peer's stripes of this step arrive on. It goes
+        the other way from that connection's data, so it never waits behind data."""
+        for sock in socks:
+            try:
+                sock.send(CLEAR_TO_SEND)
+            except OSError as e:
+                raise PeerError(f"rank {self.rank}: telling rank {peer} to send failed: {e}") from None
+
+    def _take_cts(self, sock, peer):
+        try:
+            got = sock.recv(1)
+        except BlockingIOError:
+            return False
+        except OSError as e:
+            raise PeerError(f"rank {self.rank}: waiting for rank {peer} to be ready failed: {e}") from None
+        if got != CLEAR_TO_SEND:
+            raise PeerError(f"rank {self.rank}: rank {peer} closed its connection")
+        return True
+
+    def _send_some(self, sock, sending, to):
+        try:
+            sent = sock.send(sending[sock])
+        except BlockingIOError:
+            return
+        except OSError as e:
+            raise PeerError(f"rank {self.rank}: sending to rank {to} failed: {e}") from None
+        sending[sock] = sending[sock][sent:]
+        if not len(sending[sock]):
+            del sending[sock]
+
+    def _recv_some(self, sock, queue, left):
+        step, part = queue[0]
+        try:
+            got = sock.recv_into(part)
+        except BlockingIOError:
+            return
+        except OSError as e:
+            raise PeerError(f"rank {self.rank}: receiving from rank {self._incoming[sock]} failed: {e}") from None
+        if got == 0:
+            raise PeerError(f"rank {self.rank}: rank {self._incoming[sock]} closed its connection")
+        # Jumbo frames at 10 Mbit/s leave a few segments in flight; a delayed ACK then stalls the
+        # sender. Linux leaves quickack mode on its own, so re-arm it after every read.
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_QUICKACK, 1)
+        queue[0][1] = part[got:]
+        left[step] -= got
+        if not len(queue[0][1]):
+            queue.popleft()
+
+
+def say(**msg):
+    sys.stdout.write(json.dumps(msg) + "\n")
+    sys.stdout.flush()
+
+
+def main(config):
+    rank = Rank(json.loads(config))
+    try:
+        rank.connect()
+        say(ready=True)
+        prepared = {}
+        for line in sys.stdin:
+            cmd = json.loads(line)
+            if cmd.get("quit"):
+                break
+            count = cmd["count"]
+            if count not in prepared:
+                prepared.clear()
+                steps = rank.schedule.steps(rank.rank, rank.ranks, count)
+                prepared[count] = (rank_input(rank.rank, count), expected_sum(rank.ranks, count),
+                                   np.empty(count, dtype=DTYPE),
+                                   [np.empty(s.recv[1] - s.recv[0], dtype=DTYPE) for s in steps], steps)
+            data, expected, buf, staging, steps = prepared[count]
+            np.copyto(buf, data)
+            t0 = time.monotonic()
+            ends = rank.allreduce(buf, staging, steps)
+            say(iteration=cmd["iteration"], t0=t0, t1=ends[-1] if ends else t0, steps=ends,
+                wrong=int(np.count_nonzero(buf != expected)))
+    except (PeerError, OSError) as e:
+        say(error=str(e))
+        return 1
+    finally:
+        for sock in rank.sockets():
+            sock.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))

@@ -1,0 +1,78 @@
+"""Where a run writes: one folder per run, JSON and CSV a person can read and plot, and figures.
+
+The folder is checked before anything is built (``check_writable``) and made only when the run
+starts; every file written is remembered, so the run can name them all at its end.
+"""
+import csv
+import json
+import os
+import time
+from pathlib import Path
+
+from testbed.errors import TestbedError
+
+RESULTS_ROOT = Path(__file__).resolve().parents[2] / "results"
+
+
+def default_path(scenario):
+    return RESULTS_ROOT / f"{scenario}-{time.strftime('%Y%m%d-%H%M%S')}"
+
+
+def check_writable(path):
+    """Refuse a results folder that cannot be made or written, without making anything."""
+    path = Path(path).absolute()
+    if path.exists() and not path.is_dir():
+        raise TestbedError(f"--results {path} is a file: give a folder")
+    parent = path
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir():
+        raise TestbedError(f"--results {path}: {parent} is not a folder: give a folder you can write")
+    if str(parent).startswith(("/proc", "/sys")) or not os.access(parent, os.W_OK | os.X_OK):
+        raise TestbedError(f"--results {path}: cannot write in {parent}: give a folder you can write")
+    return path
+
+
+class RunFolder:
+    """The files of one run: rf.json("x.json", data), rf.csv("x.csv", rows), rf.figure("x.png", draw, ...)."""
+
+    def __init__(self, path):
+        self.path, self.files = Path(path), []
+
+    def create(self):
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise TestbedError(f"cannot make the results folder {self.path}: {e.strerror}") from None
+        return self
+
+    def __truediv__(self, name):
+        return self.path / name
+
+    def _written(self, name):
+        path = self.path / name
+        if path not in self.files:
+            self.files.append(path)
+        return path
+
+    def json(self, name, data):
+        path = self._written(name)
+        path.write_text(json.dumps(data, indent=2) + "\n")
+        return path
+
+    def csv(self, name, rows):
+        rows = list(rows)
+        fields = list(dict.fromkeys(k for r in rows for k in r))
+        with open(self._written(name), "w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=fields)
+            writer.writeheader()
+            writer.writerows(rows)
+        return self.path / name
+
+    def figure(self, name, draw, *args, **kwargs):
+        """draw(*args, path, **kwargs) from report.figures writes the PNG."""
+        draw(*args, self._written(name), **kwargs)
+        return self.path / name
+
+    def listing(self):
+        return "results: " + " ".join(str(p) for p in self.files)

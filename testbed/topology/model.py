@@ -1,0 +1,189 @@
+"""A topology as plain data: hosts with NIC ports, switches with roles, links with rate and queue.
+
+Subclasses describe a fabric in ``build()``, as Mininet's ``Topo.build()`` does; nothing here needs
+root or Mininet. Port p of every host sits in subnet 10.0.p.0/24 (so a dual-port NIC has one address
+per plane), and switch ports are OpenFlow port numbers, assigned in the order links are added.
+Interface names follow Mininet's ``<node>-eth<port>``; ``interface()`` is the one place that says so.
+"""
+from dataclasses import dataclass, field
+
+from testbed.errors import TestbedError
+
+MAX_HOSTS = 254          # one /24 per NIC port index
+DEFAULT_RATE = 10.0      # Mbit/s: one userspace ovs-vswitchd carries 16-32 hosts at this rate (docs/design.md)
+DEFAULT_QUEUE = 100      # packets in each egress FIFO
+
+
+def bytes_per_s(mbit):
+    return mbit * 1e6 / 8
+
+
+def interface(node, port):
+    """The name of node's interface for a NIC port index (hosts) or an OpenFlow port (switches)."""
+    return f"{node}-eth{port}"
+
+
+@dataclass(frozen=True)
+class Switch:
+    name: str            # OVS bridge name (mechanical, prefixed so cleanup can find it)
+    label: str           # what a person reads: U0, L3, leaf1, tor.s0.r1.p0 ...
+    index: int
+    role: str
+    plane: int | None = None
+
+    @property
+    def dpid(self):
+        return self.index + 1
+
+
+@dataclass(frozen=True)
+class NicPort:
+    host: str
+    port: int
+    ip: str
+    mac: str
+
+    @property
+    def intf(self):
+        return interface(self.host, self.port)
+
+
+@dataclass
+class Host:
+    name: str
+    index: int
+    server: int
+    rail: int | None = None
+    ports: list = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Link:
+    """A full-duplex link; a host end is a NIC port index, a switch end an OpenFlow port."""
+    a: str
+    a_port: int
+    b: str
+    b_port: int
+    rate: float          # Mbit/s
+    queue: int           # packets
+
+    @property
+    def bytes_per_s(self):
+        return bytes_per_s(self.rate)
+
+    def ends(self):
+        return [(self.a, self.a_port), (self.b, self.b_port)]
+
+
+def positive_int(name, value):
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise TestbedError(f"{name} must be a positive whole number (got {value!r})")
+    return value
+
+
+class Topology:
+    """Base class: call the add_* helpers from build()."""
+
+    def __init__(self, rate=DEFAULT_RATE, queue=DEFAULT_QUEUE):
+        if not rate > 0:
+            raise TestbedError(f"link rate must be positive (got {rate!r} Mbit/s): use e.g. --rate 10")
+        positive_int("queue (packets)", queue)
+        self.rate, self.queue = float(rate), queue
+        self.hosts, self.switches, self.links = {}, {}, []
+        self._ports_used = {}
+        self.build()
+
+    def build(self):
+        raise NotImplementedError
+
+    @property
+    def name(self):
+        return type(self).__name__
+
+    @property
+    def bytes_per_s(self):
+        """The link rate in bytes per second (every link of a fabric runs at the same rate)."""
+        return bytes_per_s(self.rate)
+
+    def add_switch(self, label, role, plane=None):
+        index = len(self.switches)
+        switch = Switch(f"tb{index + 1}", label, index, role, plane)
+        self.switches[switch.name] = switch
+        self._ports_used[switch.name] = 0
+        return switch
+
+    def add_host(self, server, rail=None):
+        index = len(self.hosts)
+        if index >= MAX_HOSTS:
+            raise TestbedError(f"at most {MAX_HOSTS} hosts fit the addressing plan: choose a smaller topology")
+        host = Host(f"h{index}", index, server, rail)
+        self.hosts[host.name] = host
+        self._ports_used[host.name] = 0
+        return host
+
+    def _next_port(self, node):
+        """Switch ports are OpenFlow numbers from 1; host ports are NIC port indices from 0."""
+        port = self._ports_used[node]
+        self._ports_used[node] += 1
+        if node in self.switches:
+            return port + 1
+        index = self.hosts[node].index
+        self.hosts[node].ports.append(NicPort(
+            node, port, f"10.0.{port}.{index + 1}",
+            f"02:00:00:{port:02x}:{index >> 8:02x}:{index & 0xFF:02x}"))
+        return port
+
+    def add_link(self, a, b):
+        a, b = getattr(a, "name", a), getattr(b, "name", b)
+        link = Link(a, self._next_port(a), b, self._next_port(b), self.rate, self.queue)
+        self.links.append(link)
+        return link
+
+    # --- queries --------------------------------------------------------------------------
+    def nic_ports(self):
+        return [p for h in self.hosts.values() for p in h.ports]
+
+    def attachment(self, nic):
+        """(switch name, switch port) a NIC port is cabled to."""
+        for link in self.links:
+            if (link.a, link.a_port) == (nic.host, nic.port):
+                return link.b, link.b_port
+            if (link.b, link.b_port) == (nic.host, nic.port):
+                return link.a, link.a_port
+        raise KeyError(nic)
+
+    def fabric_links(self):
+        """The switch-to-switch links."""
+        return [link for link in self.links if link.a in self.switches and link.b in self.switches]
+
+    def switch_ports(self):
+        """(interface, link) for every switch end of a link: the interfaces in the root namespace."""
+        return [(interface(node, port), link) for link in self.links
+                for node, port in link.ends() if node in self.switches]
+
+    def fabric_ports(self):
+        """[(interface, (switch, port))] for the sending end of every directed switch-to-switch link."""
+        return [(interface(node, port), (node, port)) for link in self.fabric_links() for node, port in link.ends()]
+
+    def switch_adjacency(self):
+        """{switch: [(local port, neighbour switch, neighbour port)]}, sorted by local port."""
+        adj = {s: [] for s in self.switches}
+        for link in self.fabric_links():
+            adj[link.a].append((link.a_port, link.b, link.b_port))
+            adj[link.b].append((link.b_port, link.a, link.a_port))
+        return {s: sorted(v) for s, v in adj.items()}
+
+    def describe(self):
+        return (f"{self.name}: {len(self.hosts)} hosts, {len(self.switches)} switches, "
+                f"{len(self.links)} links at {self.rate:g} Mbit/s")
+
+    def to_dict(self):
+        return {
+            "name": self.name,
+            "rate_mbit": self.rate,
+            "queue_packets": self.queue,
+            "switches": [vars(s) | {"dpid": s.dpid} for s in self.switches.values()],
+            "hosts": [{"name": h.name, "server": h.server, "rail": h.rail,
+                       "ports": [vars(p) for p in h.ports]} for h in self.hosts.values()],
+            "links": [vars(link) for link in self.links],
+        }

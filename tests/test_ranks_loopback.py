@@ -1,0 +1,74 @@
+"""Real socket workers on loopback (no root): exact results, and a dead peer ends the run quickly."""
+import os
+import signal
+import time
+
+import pytest
+
+from testbed.collectives.coordinator import AllreduceError, Coordinator, loopback_launcher
+from testbed.collectives.schedules import ALGORITHMS
+from testbed.programs.rank import starts_flow
+
+
+@pytest.mark.parametrize("algorithm,ranks", [("ring", 3), ("ring", 8), ("hd", 4), ("hd", 8)])
+def test_loopback_allreduce_is_exact(algorithm, ranks):
+    addresses, launch = loopback_launcher(ranks)
+    with Coordinator(algorithm, addresses, launch, timeout=10) as coordinator:
+        for count in (1, ranks - 1, 1000, 65537):
+            times, wrong = coordinator.run(count, iterations=2)
+            assert wrong == 0
+            assert len(times) == 2 and all(t > 0 for t in times)
+    assert all(p.poll() is not None for p in coordinator.procs)
+
+
+def test_dead_peer_ends_run_with_clear_error_in_bounded_time():
+    addresses, launch = loopback_launcher(4)
+    with Coordinator("ring", addresses, launch, timeout=3) as coordinator:
+        coordinator.run(1000, iterations=1)
+        os.kill(coordinator.procs[2].pid, signal.SIGKILL)
+        start = time.monotonic()
+        with pytest.raises(AllreduceError, match="rank"):
+            coordinator.run(100000, iterations=1, timeout=20)
+        assert time.monotonic() - start < 10
+    assert all(p.poll() is not None for p in coordinator.procs)
+
+
+@pytest.mark.parametrize("eager_limit", [None, 0])
+def test_striped_streams_are_exact(eager_limit):
+    """eager_limit 0: every message waits for the receiver's clear-to-send on each stream."""
+    addresses, launch = loopback_launcher(4)
+    with Coordinator("hd", addresses, launch, timeout=10, streams=3, eager_limit=eager_limit) as coordinator:
+        for count in (1, 2, 1001, 65537):
+            assert coordinator.run(count, iterations=2)[1] == 0
+
+
+@pytest.mark.parametrize("algorithm", ["ring", "hd"])
+def test_rendezvous_allreduce_is_exact(algorithm):
+    addresses, launch = loopback_launcher(8)
+    with Coordinator(algorithm, addresses, launch, timeout=10, eager_limit=0) as coordinator:
+        for count in (1, 7, 1000, 65537):
+            assert coordinator.run(count, iterations=2)[1] == 0
+
+
+def test_paced_connections_hold_the_pacing_rate():
+    """2 ranks, Ring: each sends 2 x 256 KiB; paced at 2 MB/s that takes at least ~0.26 s, where
+    loopback alone takes milliseconds. Achieved against configured rate, measured in this run."""
+    pacing, count = 2e6, 128 * 1024          # elements: 512 KiB of float32, half per Ring step
+    addresses, launch = loopback_launcher(2)
+    with Coordinator("ring", addresses, launch, timeout=10, pacing=pacing) as coordinator:
+        times, wrong = coordinator.run(count, iterations=1)
+    assert wrong == 0
+    sent_per_rank = 4 * count                 # 2 steps of half the buffer each
+    assert sent_per_rank / times[0] <= 1.2 * pacing, times
+
+
+@pytest.mark.parametrize("algorithm", sorted(ALGORITHMS))
+def test_both_ends_agree_which_messages_wait_for_clear_to_send(algorithm):
+    """A sender that waits for a clear-to-send its receiver never sends would hang the step."""
+    for ranks in (2, 4, 8, 16):
+        plans = [ALGORITHMS[algorithm]().steps(r, ranks, 1024) for r in range(ranks)]
+        for r, steps in enumerate(plans):
+            for i, step in enumerate(steps):
+                peer = plans[step.send_to]
+                assert peer[i].recv_from == r
+                assert starts_flow(steps, i, "send_to") == starts_flow(peer, i, "recv_from"), (r, i)
