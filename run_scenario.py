@@ -5,7 +5,9 @@ import sys
 
 from scenarios import DEFAULT, SCENARIOS
 from testbed.emulation import preflight, runrecord
-from testbed.errors import TestbedError
+from testbed.errors import Interrupted, TestbedError
+from testbed.interrupts import interruptible
+from testbed.interrupts import name as signal_name
 from testbed.report.folder import RunFolder, check_writable, default_path
 
 
@@ -31,6 +33,9 @@ def parser():
 
 
 def main(argv):
+    if argv and not argv[0].startswith("-") and argv[0] not in SCENARIOS:
+        print(f"error: unknown scenario {argv[0]!r}: run_scenario.py --list names them", file=sys.stderr)
+        return 2
     if not set(argv) & (set(SCENARIOS) | {"--list", "--cleanup", "-h", "--help"}):
         argv = [DEFAULT] + argv   # options alone are the default scenario's
     args = parser().parse_args(argv)
@@ -39,26 +44,33 @@ def main(argv):
             print(f"{name:20s} {module.HELP}{'  (default)' if name == DEFAULT else ''}")
         return 0
     try:
-        if args.cleanup:
-            preflight.require_root()
-            removed = runrecord.cleanup_all()
-            print("removed: " + " ".join(removed) if removed else "nothing to clean up")
-            return 0
-        if args.scenario is None:
-            raise TestbedError(f"name a scenario (run_scenario.py --list), or give options for {DEFAULT}")
-        module = SCENARIOS[args.scenario]
-        plan = module.prepare(args)             # every option checked; nothing built or written
-        preflight.require_root()
-        folder = RunFolder(check_writable(args.results or default_path(args.scenario)))
-        for topo in plan.fabrics:
-            preflight.require_emulation(topo, plan.mtu)
-        return module.run(plan, folder.create())
+        with interruptible():
+            if args.cleanup:
+                preflight.require_root()
+                removed = runrecord.cleanup_all()
+                print("removed: " + " ".join(removed) if removed else "nothing to clean up")
+                return 0
+            return run(args)
     except TestbedError as e:
         print(f"error: {e}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("interrupted; everything this run created was removed", file=sys.stderr)
-        return 130
+        return e.exit_code
+    except Interrupted as e:
+        print(f"interrupted by {signal_name(e.signum)}; everything this run created was removed", file=sys.stderr)
+        return 128 + e.signum
+
+
+def run(args):
+    if args.scenario is None:
+        raise TestbedError(f"name a scenario (run_scenario.py --list), or give options for {DEFAULT}")
+    module = SCENARIOS[args.scenario]
+    plan = module.prepare(args)             # every option checked; nothing built or written
+    preflight.require_root()
+    folder = RunFolder(check_writable(args.results or default_path(args.scenario)))
+    for topo in plan.fabrics:
+        preflight.require_emulation(topo, plan.mtu)
+    code = module.run(plan, folder.create())
+    sys.stdout.flush()
+    return code
 
 
 if __name__ == "__main__":

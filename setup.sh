@@ -24,7 +24,9 @@ if [ -n "$missing" ]; then
 fi
 
 # Open vSwitch: nothing starts it on a machine without systemd, and a stopped one must be started.
-if ! ovs-vsctl --timeout=3 show >/dev/null 2>&1; then
+# Both daemons must answer: the database alone (ovs-vsctl) says nothing about ovs-vswitchd.
+ovs_up() { ovs-vsctl --timeout=3 show >/dev/null 2>&1 && ovs-appctl -t ovs-vswitchd --timeout=3 version >/dev/null 2>&1; }
+if ! ovs_up; then
   echo "== starting Open vSwitch"
   if command -v systemctl >/dev/null 2>&1 && systemctl is-system-running >/dev/null 2>&1; then
     systemctl start openvswitch-switch
@@ -35,7 +37,7 @@ if ! ovs-vsctl --timeout=3 show >/dev/null 2>&1; then
     GLIBC_TUNABLES=glibc.malloc.trim_threshold=268435456:glibc.malloc.mmap_threshold=33554432 \
       /usr/share/openvswitch/scripts/ovs-ctl start --system-id=random --no-mlockall 2>&1 | grep -v ulimit || true
   fi
-  ovs-vsctl --timeout=10 show >/dev/null
+  ovs_up || { echo "Open vSwitch did not start: see /var/log/openvswitch/" >&2; exit 1; }
 fi
 
 # The venv is made from Debian's python3 so that it sees Debian's Mininet (and mnexec).

@@ -54,30 +54,37 @@ def prepare(args):
     topo = fabric(args)
     placed = sweep.place_variants(topo, names(args.algorithms, "--algorithms", VARIANTS))
     sizes = sweep.sizes(args.min_bytes, args.max_bytes, args.factor)
-    return Plan(topo, args.mtu, placed, sizes, at_least(args.warmup, 0, "--warmup"), at_least(args.iters, 1, "--iters"),
-                at_least(args.eager_limit, 0, "--eager-limit", " bytes"))
+    warmup, iters = at_least(args.warmup, 0, "--warmup"), at_least(args.iters, 1, "--iters")
+    sweep.check_sweep(sizes, len(topo.hosts), len(placed), topo.bytes_per_s, warmup, iters)
+    return Plan(topo, args.mtu, placed, sizes, warmup, iters, at_least(args.eager_limit, 0, "--eager-limit", " bytes"))
 
 
 def run(plan, results):
     topo, started = plan.topo, time.monotonic()
-    with Emulation(topo, routing.plan(topo), results.path, mtu=plan.mtu) as emu:
-        check = fabric_check.check(emu)
-        print("\n" + "\n".join(fabric_check.report(check, emu)))
-        print(f"\n# {NAME}: {topo.name}, {len(topo.hosts)} ranks, links {topo.rate:g} Mbit/s "
-              f"= {topo.rate / 8:g} MB/s, MTU {plan.mtu}, OVS {emu.datapath}space, "
-              f"warmup {plan.warmup}, iters {plan.iters}, eager limit {plan.eager_limit} B")
-        rows = sweep.run_sweep(emu, plan.placed, plan.sizes, plan.warmup, plan.iters, eager_limit=plan.eager_limit)
-    cmp = sweep.compare_variants(rows)
-    cmp["fidelity_pass"] = fabric_check.passed(check)
+    about = {"scenario": NAME, "topology": topo.name, "rate_mbit": topo.rate, "mtu": plan.mtu,
+             "eager_limit": plan.eager_limit, "rows": []}
+
+    def keep(row):
+        about["rows"].append(row)
+        results.append("allreduce.csv", row)
+
+    with results.outcome("allreduce.json", about):
+        with Emulation(topo, routing.plan(topo), results.path, mtu=plan.mtu) as emu:
+            about["datapath"] = emu.datapath
+            about["fidelity"] = check = fabric_check.check(emu)
+            print("\n" + "\n".join(fabric_check.report(check, emu)))
+            print(f"\n# {NAME}: {topo.name}, {len(topo.hosts)} ranks, links {topo.rate:g} Mbit/s "
+                  f"= {topo.rate / 8:g} MB/s, MTU {plan.mtu}, OVS {emu.datapath}space, "
+                  f"warmup {plan.warmup}, iters {plan.iters}, eager limit {plan.eager_limit} B")
+            rows = sweep.run_sweep(emu, plan.placed, plan.sizes, plan.warmup, plan.iters,
+                                   eager_limit=plan.eager_limit, on_row=keep)
+        cmp = about["summary"] = sweep.compare_variants(rows)
+        cmp["fidelity_pass"] = fabric_check.passed(check)
+        about["seconds"] = round(time.monotonic() - started, 1)
     print(f"\nsummary ({topo.name}, {len(topo.hosts)} ranks, links {topo.rate:g} Mbit/s):")
     print("\n".join(sweep.summary_lines(cmp)))
     print(f"  fabric check before the sweep: {'PASS' if cmp['fidelity_pass'] else 'FAIL'} "
           "(reachability, one long TCP flow >= 0.9 and parallel flows >= 0.85 of the link rate)")
-    results.csv("allreduce.csv", rows)
-    results.json("allreduce.json", {"scenario": NAME, "topology": topo.name, "rate_mbit": topo.rate,
-                                    "mtu": plan.mtu, "datapath": emu.datapath, "eager_limit": plan.eager_limit,
-                                    "rows": rows, "summary": cmp, "fidelity": check,
-                                    "seconds": round(time.monotonic() - started, 1)})
     results.figure("busbw.png", figures.busbw_by_size, rows, link_mbit=topo.rate)
     print(results.listing())
     return 0 if cmp["wrong"] == 0 else 1

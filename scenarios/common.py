@@ -7,7 +7,7 @@ checks, measures and writes into the ``RunFolder`` results, returning the exit c
 """
 from testbed.emulation.network import DEFAULT_MTU
 from testbed.errors import TestbedError
-from testbed.fidelity.capacity import check_mtu
+from testbed.fidelity.capacity import check_link_rate, check_mtu, check_queue
 from testbed.topology import DEFAULT_QUEUE, DEFAULT_RATE, FORMS, from_spec
 
 
@@ -22,7 +22,12 @@ def add_fabric_arguments(parser, topology):
 def fabric(args, spec=None):
     """The topology the fabric options describe (spec overrides --topology), checked."""
     check_mtu(args.mtu)
-    return from_spec(spec or args.topology, rate=args.rate, queue=args.queue)
+    check_link_rate(args.rate)
+    topo = from_spec(spec or args.topology, rate=args.rate, queue=args.queue)
+    if len(topo.hosts) < 2:
+        raise TestbedError(f"{topo.name} has {len(topo.hosts)} host: a fabric needs at least 2 to carry traffic")
+    check_queue(topo, args.mtu)
+    return topo
 
 
 def names(text, option, allowed):

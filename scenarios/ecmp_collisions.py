@@ -14,6 +14,7 @@ from scenarios.common import add_fabric_arguments, at_least, fabric
 from testbed import routing
 from testbed.collectives.data import ELEMENT_BYTES
 from testbed.collectives.placements import place
+from testbed.collectives.sweep import check_sweep
 from testbed.emulation.network import Emulation
 from testbed.errors import TestbedError
 from testbed.fidelity.verdict import describe_all
@@ -61,22 +62,23 @@ def prepare(args):
         raise TestbedError(f"--clos has {len(clos.hosts)} hosts and --topology {len(bigraph.hosts)}: "
                            "give both the same host count")
     at_least(args.bytes, ELEMENT_BYTES * len(bigraph.hosts), "--bytes", f" ({ELEMENT_BYTES} per rank)")
+    trials, iters = at_least(args.trials, 1, "--trials"), at_least(args.iters, 1, "--iters")
+    check_sweep([args.bytes], len(bigraph.hosts), 2 * trials, bigraph.bytes_per_s, 1, iters)
     if shutil.which("tcpdump") is None:
         raise TestbedError("the collision probe needs tcpdump: run 'sudo ./setup.sh' to install it")
     cases = [Case(CLOS, clos, "ecmp", "hd"), Case(BIGRAPH, bigraph, "deterministic", "hdrm")]
     for case in cases:
         place(case.variant, case.topo)
-    return Plan(cases, args.mtu, args.bytes, at_least(args.trials, 1, "--trials"), at_least(args.iters, 1, "--iters"))
+    return Plan(cases, args.mtu, args.bytes, trials, iters)
 
 
-def run_case(case, plan, folder, progress=print):
+def run_case(case, plan, folder, on_row):
     """The case's trials under the collision probe, in an emulation of its own."""
     schedule, hosts = place(case.variant, case.topo)
     (folder / case.label).mkdir(parents=True, exist_ok=True)
-    with Emulation(case.topo, routing.plan(case.topo, case.routing), folder / case.label, mtu=plan.mtu,
-                   log=progress) as emu:
+    with Emulation(case.topo, routing.plan(case.topo, case.routing), folder / case.label, mtu=plan.mtu) as emu:
         return collision_trials(emu, case.label, case.variant, schedule, hosts, plan.size, plan.trials,
-                                plan.iters, folder / case.label, progress)
+                                plan.iters, folder / case.label, on_row=on_row)
 
 
 def compare_cases(rows):
@@ -98,11 +100,21 @@ def run(plan, results):
     started = time.monotonic()
     print(f"# {NAME}: {plan.size} B allreduce, {plan.trials} trials x {plan.iters} iterations, "
           f"links {plan.cases[0].topo.rate:g} Mbit/s, MTU {plan.mtu}")
-    rows = []
-    for case in plan.cases:
-        print(f"\n## {case.label}: {case.topo.describe()}, routing {case.routing}, {case.variant}")
-        rows += run_case(case, plan, results.path)
-    cmp = compare_cases(rows)
+    about = {"scenario": NAME, "rows": []}
+
+    def keep(row):
+        about["rows"].append(row)
+        results.append("ecmp_trials.csv", {k: v for k, v in row.items() if k not in ("per_step", "per_link")})
+        results.append("ecmp_links.csv",
+                       *[dict(link, case=row["case"], trial=row["trial"]) for link in row["per_link"]])
+
+    with results.outcome("ecmp_collisions.json", about):
+        for case in plan.cases:
+            print(f"\n## {case.label}: {case.topo.describe()}, routing {case.routing}, {case.variant}")
+            run_case(case, plan, results.path, keep)
+        rows = about["rows"]
+        cmp = about["summary"] = compare_cases(rows)
+        about["seconds"] = round(time.monotonic() - started, 1)
     print(f"\nsummary: busbw/link {cmp[CLOS]['busbw_over_link']:.2f} (Clos, ECMP, HD) against "
           f"{cmp[BIGRAPH]['busbw_over_link']:.2f} (BiGraph, deterministic, HDRM): "
           f"{100 * cmp['busbw_lost_to_collisions']:.0f}% of the busbw lost")
@@ -110,11 +122,6 @@ def run(plan, results):
           f"BiGraph {cmp[BIGRAPH]['collided_steps']} (of {cmp[CLOS]['steps_per_trial']})")
     print(f"  #wrong over every iteration: {cmp['wrong']}")
     print(f"  {cmp['emulator']}")
-    results.csv("ecmp_trials.csv", [{k: v for k, v in r.items() if k not in ("per_step", "per_link")} for r in rows])
-    results.csv("ecmp_links.csv",
-                [dict(link, case=r["case"], trial=r["trial"]) for r in rows for link in r["per_link"]])
-    results.json("ecmp_collisions.json", {"scenario": NAME, "rows": rows, "summary": cmp,
-                                          "seconds": round(time.monotonic() - started, 1)})
     first = [r for r in rows if r["trial"] == 0]
     results.figure("flows_per_link.png", figures.flows_heatmap,
                    [(f"{r['case']} (trial 0)", r["per_link"], len(r["per_step"])) for r in first])

@@ -4,6 +4,7 @@ from dataclasses import dataclass
 from scenarios.common import add_fabric_arguments, at_least, fabric
 from testbed import routing
 from testbed.emulation.network import Emulation
+from testbed.errors import TestbedError
 from testbed.fidelity import fabric_check
 
 NAME = "fabric_check"
@@ -26,16 +27,23 @@ class Plan:
         return [self.topo]
 
 
+MAX_DURATION_S = 600
+
+
 def prepare(args):
+    if args.duration > MAX_DURATION_S:
+        raise TestbedError(f"--duration must be at most {MAX_DURATION_S} s (got {args.duration})")
     return Plan(fabric(args), args.mtu, at_least(args.duration, 1, "--duration", " s"))
 
 
 def run(plan, results):
     topo = plan.topo
-    with Emulation(topo, routing.plan(topo), results.path, mtu=plan.mtu) as emu:
+    about = {"scenario": NAME, "topology": topo.name, "rate_mbit": topo.rate, "mtu": plan.mtu}
+    with results.outcome("summary.json", about), \
+            Emulation(topo, routing.plan(topo), results.path, mtu=plan.mtu) as emu:
+        about["datapath"] = emu.datapath
         check = fabric_check.check(emu, plan.duration)
+        about.update(check)
         print("\n" + "\n".join(fabric_check.report(check, emu)))
-    results.json("summary.json", {"scenario": NAME, "topology": topo.name, "rate_mbit": topo.rate, "mtu": plan.mtu,
-                                  "datapath": emu.datapath, **check})
     print(results.listing())
     return 0 if fabric_check.passed(check) else 1

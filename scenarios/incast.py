@@ -44,26 +44,40 @@ class Plan:
         return [self.topo]
 
 
+MAX_ROUND_S = 600
+PROBE_INTERVAL_S = (0.001, 1.0)
+
+
 def prepare(args):
     topo = fabric(args)
     fanins = counts(args.fanin, "--fanin")
     roles(topo, fanins)
-    if not args.probe_interval > 0:
-        raise TestbedError(f"--probe-interval must be more than 0 s (got {args.probe_interval})")
-    return Plan(topo, args.mtu, fanins, at_least(args.bytes, 1, "--bytes"), at_least(args.rounds, 1, "--rounds"),
-                args.probe_interval)
+    size = at_least(args.bytes, 1, "--bytes")
+    longest = max(fanins) * size / topo.bytes_per_s      # the last hop carries every sender's bytes
+    if longest > MAX_ROUND_S:
+        raise TestbedError(f"fan-in {max(fanins)} x {size} bytes takes at least {longest:.0f} s at {topo.rate:g} "
+                           f"Mbit/s: use --bytes {int(MAX_ROUND_S * topo.bytes_per_s / max(fanins))} or less")
+    low, high = PROBE_INTERVAL_S
+    if not low <= args.probe_interval <= high:
+        raise TestbedError(f"--probe-interval must be between {low} and {high} s (got {args.probe_interval})")
+    return Plan(topo, args.mtu, fanins, size, at_least(args.rounds, 1, "--rounds"), args.probe_interval)
 
 
 def run(plan, results):
     topo, started = plan.topo, time.monotonic()
-    with Emulation(topo, routing.plan(topo), results.path, mtu=plan.mtu) as emu:
-        rows, series = run_fanins(emu, plan.fanins, plan.size, plan.rounds, plan.interval)
+    about = {"scenario": NAME, "topology": topo.name, "rate_mbit": topo.rate, "queue": topo.queue, "mtu": plan.mtu,
+             "rows": []}
+
+    def keep(row, series):
+        about["rows"].append(row)
+        results.append("incast.csv", row)
+        results.append("incast_timeseries.csv", *series)
+
+    with results.outcome("incast.json", about), \
+            Emulation(topo, routing.plan(topo), results.path, mtu=plan.mtu) as emu:
+        rows, series = run_fanins(emu, plan.fanins, plan.size, plan.rounds, plan.interval, on_fanin=keep)
+        about["seconds"] = round(time.monotonic() - started, 1)
     print(describe_all(rows, lambda r: f"fan-in {r['fanin']}"))
-    results.csv("incast.csv", rows)
-    results.csv("incast_timeseries.csv", series)
-    results.json("incast.json", {"scenario": NAME, "topology": topo.name, "rate_mbit": topo.rate,
-                                 "queue": topo.queue, "mtu": plan.mtu, "rows": rows,
-                                 "seconds": round(time.monotonic() - started, 1)})
     results.figure("queue.png", figures.queue_over_time, series, limit=topo.queue)
     print(results.listing())
     return 0

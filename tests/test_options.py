@@ -1,4 +1,5 @@
 """Bad input is refused before anything is built, in one line naming the fix."""
+import os
 import subprocess
 import sys
 
@@ -38,12 +39,81 @@ def test_messages_are_one_line():
         assert "\n" not in str(err.value)
 
 
-@pytest.mark.parametrize("args,message", [
-    (["--eager-limit", "-1"], "--eager-limit must be at least 0 bytes"),
+def refused(args, tmp_path, as_user=None):
+    """Run run_scenario.py with args; it must refuse in one line, exit 2, and write nothing."""
+    folder = tmp_path / "results"
+    command = [sys.executable, "run_scenario.py", *args]
+    if "--results" not in args:
+        command += ["--results", str(folder)]
+    if as_user:
+        command = ["setpriv", f"--reuid={as_user}", f"--regid={as_user}", "--clear-groups", *command]
+    run = subprocess.run(command, cwd=PROJECT, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 2, run
+    assert run.stdout == "" and run.stderr.startswith("error: ") and run.stderr.count("\n") == 1, run.stderr
+    assert not folder.exists()
+    return run.stderr
+
+
+BAD = [  # (options, what the one line must say); every scenario's options, built from a user's tries
+    (["--algorithms", ","], "--algorithms is empty"),
+    (["--algorithms"], "expected one argument"),
+    (["--algorithms", "hdrm,tree"], "unknown tree"),
+    (["--iters", "0", "--min-bytes", "1048576", "--algorithms", "hdrm"], "--iters must be at least 1"),
+    (["--iters", "-3"], "--iters must be at least 1"),
+    (["--warmup", "-1"], "--warmup must be at least 0"),
+    (["--rate", "1e-9", "--max-bytes", "1024", "--algorithms", "hdrm"], "--rate must be at least 1 Mbit/s"),
+    (["--rate", "nan"], "--rate must be at least 1 Mbit/s"),
+    (["--rate", "inf"], "--rate must be at least 1 Mbit/s"),
+    (["--rate", "ten"], "invalid float value"),
+    (["--min-bytes", "1099511627776", "--max-bytes", "1099511627776"], "GiB of memory"),
+    (["--max-bytes", "1073741824"], "use --max-bytes"),
     (["--min-bytes", "8", "--max-bytes", "2"], "sizes need 4 <= --min-bytes"),
+    (["--factor", "1"], "--factor >= 2"),
+    (["--eager-limit", "-1"], "--eager-limit must be at least 0 bytes"),
+    (["--queue", "100000000"], "use --queue"),
+    (["--queue", "0"], "queue (packets) must be a positive whole number"),
+    (["--mtu", "100"], "--mtu must be between"),
+    (["--topology", "bigraph:2,7"], "even switch count"),
+    (["--topology", "torus:3"], "unknown topology"),
+    (["--topology", "bigraph:5,8", "--algorithms", "hdrm"], r"HDRM needs m <= c*n/2"),
+    (["--topology", "bigraph:3,4", "--algorithms", "hd"], "power-of-two rank count"),
+    (["--rate", "50", "--mtu", "1500"], "use --rate 5 or less or --mtu 9000"),
+    (["fabric_check", "--duration", "0"], "--duration must be at least 1 s"),
+    (["fabric_check", "--duration", "-5"], "--duration must be at least 1 s"),
+    (["fabric_check", "--duration", "100000"], "--duration must be at most"),
+    (["fabric_check", "--topology", "leafspine:1,1,1"], "needs at least 2"),
+    (["fabric_check", "--topology", "hpn7:1,1,1"], "should read hpn7:S,H,R,A"),
+    (["incast", "--fanin", "a,b"], "--fanin should be whole numbers"),
+    (["incast", "--fanin", ","], "--fanin needs one or more positive"),
+    (["incast", "--fanin", "0"], "--fanin needs one or more positive"),
+    (["incast", "--fanin", "40"], "use --fanin up to 18"),
+    (["incast", "--bytes", "1099511627776", "--fanin", "2", "--rounds", "1"], "use --bytes"),
+    (["incast", "--rounds", "0"], "--rounds must be at least 1"),
+    (["incast", "--probe-interval", "0"], "--probe-interval must be between"),
+    (["ecmp_collisions", "--clos", "leafspine:2,2,2"], "same host count"),
+    (["ecmp_collisions", "--trials", "0"], "--trials must be at least 1"),
+    (["ecmp_collisions", "--bytes", "2"], "--bytes must be at least 64"),
+    (["no_such_scenario"], "unknown scenario 'no_such_scenario'"),
+]
+
+
+@pytest.mark.parametrize("args,message", BAD, ids=[" ".join(a) for a, _ in BAD])
+def test_bad_option_is_refused_in_one_line_before_anything_is_built(args, message, tmp_path):
+    assert message in refused(args, tmp_path)
+
+
+as_root = pytest.mark.skipif(os.geteuid() != 0, reason="checked after the root check: needs root")
+
+
+@as_root
+@pytest.mark.parametrize("results,message", [
+    ("/etc/hostname", "is a file"), ("/etc/hostname/sub", "is not a folder"),
+    ("/proc/results", "cannot write in /proc"),
 ])
-def test_bad_sweep_is_refused_before_building(args, message):
-    run = subprocess.run([sys.executable, "run_scenario.py", *args], cwd=PROJECT,
-                         capture_output=True, text=True, timeout=60)
-    assert run.returncode == 2
-    assert run.stderr.startswith("error: " + message) and run.stderr.count("\n") == 1, run.stderr
+def test_unusable_results_folder_is_refused(results, message, tmp_path):
+    assert message in refused(["fabric_check", "--results", results], tmp_path)
+
+
+@as_root
+def test_a_user_who_is_not_root_is_told_to_use_sudo(tmp_path):
+    assert "needs root: run it with sudo" in refused(["fabric_check"], tmp_path, as_user=65534)

@@ -39,10 +39,12 @@ class Coordinator:
     """with Coordinator(algorithm, addresses, launch) as c: c.run(count, iterations)"""
 
     def __init__(self, algorithm, addresses, launch, timeout=20.0, sockbuf=1 << 20, streams=1, pacing=None,
-                 eager_limit=None):
+                 eager_limit=None, label=None):
         """pacing: bytes/s each connection is paced at (None: not paced); eager_limit: messages up to
-        this many bytes are sent without waiting for the receiver (None: the rank's default)."""
+        this many bytes are sent without waiting for the receiver (None: the rank's default); label:
+        what errors call the collective (default: the algorithm)."""
         self.algorithm, self.addresses, self.launch = algorithm, addresses, launch
+        self.label = label or algorithm
         self.config = {"ranks": len(addresses), "algorithm": algorithm, "addresses": addresses,
                        "timeout": timeout, "sockbuf": sockbuf, "streams": streams, "pacing": pacing,
                        "eager_limit": eager_limit}
@@ -54,12 +56,12 @@ class Coordinator:
                 self.ranks.append(self.launch(rank, json.dumps({**self.config, "rank": rank}), self.inbox))
             self._collect("ready", self.timeout + 30)
         except BaseException:
-            stop_all(self.ranks)
+            stop_all(self.ranks, grace=0)
             raise
         return self
 
-    def __exit__(self, *exc):
-        stop_all(self.ranks)
+    def __exit__(self, _type, error, _tb):
+        stop_all(self.ranks, grace=0 if error else 5.0)   # after a failure nobody waits for ranks
 
     @property
     def procs(self):
@@ -67,7 +69,7 @@ class Coordinator:
 
     def _collect(self, key, timeout):
         try:
-            return expect_all(self.ranks, key, timeout, label=f"{self.algorithm}: ")
+            return expect_all(self.ranks, key, timeout, label=f"{self.label}: ")
         except ProgramError as e:
             raise AllreduceError(str(e)) from None
 
@@ -78,7 +80,7 @@ class Coordinator:
             try:
                 rank.send(count=count, iteration=iteration)
             except ProgramError as e:
-                raise AllreduceError(f"{self.algorithm}: {e}") from None
+                raise AllreduceError(f"{self.label}: {e}") from None
         replies = self._collect("iteration", timeout)
         start = min(r["t0"] for r in replies)
         # step i of the collective ends when its last rank ends it

@@ -1,6 +1,8 @@
 """The size sweep: every allreduce variant over a range of message sizes in a running emulation,
 one nccl-tests-style row per (variant, size) with its bottleneck verdict, and the comparison of the
 variants at the smallest and the largest size."""
+from pathlib import Path
+
 from testbed.collectives.coordinator import Coordinator, emulation_launcher
 from testbed.collectives.data import ELEMENT_BYTES
 from testbed.collectives.metrics import result_row
@@ -21,6 +23,40 @@ def sizes(min_bytes, max_bytes, factor):
     return out
 
 
+# Bytes of memory a rank holds per byte of message: its input, the expected sum (built in int64),
+# the buffer and the staging areas of its steps.
+RANK_MEMORY_PER_BYTE = 6
+MAX_ITERATION_S = 600      # the longest one allreduce may take
+MAX_SWEEP_S = 24 * 3600
+
+
+def available_memory():
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemAvailable:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def check_sweep(size_list, ranks, variants, link_bytes, warmup, iters):
+    """Refuse a sweep this machine cannot hold in memory or finish in reasonable time."""
+    largest = max(size_list)
+    memory, have = RANK_MEMORY_PER_BYTE * largest * ranks, available_memory()
+    if memory > have / 2:
+        fits = int(have / 2 / RANK_MEMORY_PER_BYTE / ranks)
+        raise TestbedError(f"a {largest}-byte allreduce on {ranks} ranks needs about {memory / 2**30:.1f} GiB of "
+                           f"memory, this machine has {have / 2**30:.1f} GiB free: use --max-bytes {fits} or less")
+    floor = 2 * largest / link_bytes      # busbw cannot exceed the link rate
+    if floor > MAX_ITERATION_S:
+        raise TestbedError(f"one allreduce of {largest} bytes takes at least {floor:.0f} s at "
+                           f"{link_bytes * 8 / 1e6:g} Mbit/s: use --max-bytes {int(MAX_ITERATION_S * link_bytes / 2)} "
+                           "or less, or a higher --rate")
+    total = variants * sum((warmup + iterations_for(size, iters, link_bytes)) * (2 * size / link_bytes + 0.01)
+                           for size in size_list)
+    if total > MAX_SWEEP_S:
+        raise TestbedError(f"this sweep would take at least {total / 3600:.0f} hours: use fewer --iters, "
+                           "a smaller --max-bytes or a higher --rate")
+
+
 def place_variants(topo, variants):
     """{variant: (schedule, hosts)}, refusing what cannot run, before anything is built."""
     return {name: place(name, topo) for name in variants}
@@ -33,15 +69,16 @@ def iterations_for(size, iters, link_bytes, budget=1.0, cap=50):
     return max(iters, min(cap, int(budget / expected)))
 
 
-def run_sweep(emu, placed, size_list, warmup, iters, progress=print, eager_limit=None):
-    """Rows of nccl-tests-style results, one per (variant, size), each with its CPU verdict."""
+def run_sweep(emu, placed, size_list, warmup, iters, progress=print, eager_limit=None, on_row=None):
+    """Rows of nccl-tests-style results, one per (variant, size), each with its CPU verdict;
+    on_row(row) is called as each is measured."""
     rows, total = [], len(placed) * len(size_list)
     link_bytes = emu.topo.bytes_per_s
     progress(tables.header())
     for name, (schedule, hosts) in placed.items():
         addresses, launch = emulation_launcher(emu, hosts)
-        with Coordinator(schedule.name, addresses, launch, pacing=link_bytes,
-                         eager_limit=eager_limit) as coordinator:
+        with Coordinator(schedule.name, addresses, launch, pacing=link_bytes, eager_limit=eager_limit,
+                         label=name) as coordinator:
             for size in size_list:
                 timeout = 60 + 40 * size / link_bytes
                 with CpuMonitor() as cpu:
@@ -50,6 +87,8 @@ def run_sweep(emu, placed, size_list, warmup, iters, progress=print, eager_limit
                 row = result_row(name, size, times, wrong, len(hosts), emu.topo.rate)
                 row.update(cpu.result())
                 rows.append(row)
+                if on_row:
+                    on_row(row)
                 progress(f"{tables.row(row)} [{len(rows)}/{total}]")
     return rows
 

@@ -8,7 +8,6 @@ removed on the way out; what a killed run leaves is found and removed by ``runre
 """
 import contextlib
 import json
-import signal
 import subprocess
 import time
 from pathlib import Path
@@ -21,7 +20,9 @@ from mininet.node import Host, OVSSwitch
 from testbed.emulation import ovs, preflight, runrecord, sendbuffer, shaping
 from testbed.emulation.controller import Controller
 from testbed.emulation.programs import LOOPBACK, POPEN, Program, argv
-from testbed.errors import TestbedError
+from testbed.emulation.watchdog import Watchdog
+from testbed.errors import Interrupted, TestbedError
+from testbed.interrupts import interruptible, shielded
 
 # The userspace datapath's work is per packet: jumbo frames carry the same load for less CPU (bench/).
 DEFAULT_MTU = 9000
@@ -75,10 +76,6 @@ class TestbedSwitch(RecordedShell, OVSSwitch):
         super().start([self.controller])
 
 
-def _raise_exit(signum, _frame):
-    raise SystemExit(128 + signum)
-
-
 class Emulation:
     def __init__(self, topo, routing, run_dir, mtu=DEFAULT_MTU, log=print, refuse_overload=True):
         """routing: the RoutingPlan the controller installs. The topology and the plan are written
@@ -86,27 +83,32 @@ class Emulation:
         refuse_overload=False lets a benchmark offer more than the emulator carries faithfully."""
         self.topo, self.routing, self.run_dir, self.mtu, self.log = topo, routing, Path(run_dir), mtu, log
         self.refuse_overload = refuse_overload
-        self.net = self.controller = self.record = None
+        self.net = self.controller = self.record = self.watchdog = None
         self.datapath = None
-        self._old_handlers = {}
+        self._signals = interruptible()
 
     # --- lifecycle ------------------------------------------------------------------------
     def __enter__(self):
-        self.datapath = preflight.require_emulation(self.topo, self.mtu, self.refuse_overload)
-        for sig in (signal.SIGTERM, signal.SIGHUP):
-            self._old_handlers[sig] = signal.signal(sig, _raise_exit)
+        try:
+            self.datapath = preflight.require_emulation(self.topo, self.mtu, self.refuse_overload)
+        except BaseException:
+            runrecord.release_lock()
+            raise
+        self._signals.__enter__()
         try:
             self._start()
-        except BaseException:
-            self._teardown()
+        except BaseException as e:
+            self._teardown(e)
             raise
         return self
 
-    def __exit__(self, *exc):
-        self._teardown()
+    def __exit__(self, _type, error, _tb):
+        self._teardown(error)
 
     def _start(self):
         topo, started = self.topo, time.monotonic()
+        if self.datapath == "kernel" and not ovs.load_kernel_datapath():
+            raise TestbedError("the kernel's openvswitch module would not load: see dmesg")
         self.record = runrecord.RunRecord.create()
         self.record.add(bridges=list(topo.switches), interfaces=[intf for intf, _ in topo.switch_ports()])
         (self.run_dir / "topology.json").write_text(json.dumps(topo.to_dict(), indent=1))
@@ -141,6 +143,7 @@ class Emulation:
         waited = self.controller.wait_ready({s.name: s.dpid for s in topo.switches.values()})
         if self.datapath == "user":
             self._size_send_buffer()
+        self.watchdog = Watchdog(self._vital_parts()).__enter__()
         self.log(f"fabric up in {time.monotonic() - started:.1f} s "
                  f"(controller installed {self.routing.rule_count} {self.routing.mode} rules in {waited:.1f} s)")
 
@@ -186,22 +189,46 @@ class Emulation:
                     f.write("1")
                 shaping.shape(ipr, intf, link.rate, link.queue, self.mtu)
 
-    def _teardown(self):
-        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)   # a second Ctrl-C must not stop cleanup
+    def _vital_parts(self):
+        """The watchdog's checks: None while the part runs, else what died and what to do."""
+        controller, vswitchd = self.controller.proc, ovs.vswitchd_pid()
+        started = runrecord.start_time(vswitchd)
+
+        def controller_alive():
+            if controller.poll() is not None:
+                return (f"the controller died during the run (exit code {controller.returncode}): "
+                        f"see {self.controller.log_path}")
+
+        def vswitchd_alive():
+            if not runrecord.running(vswitchd, started):
+                return ("ovs-vswitchd died during the run: start Open vSwitch again with 'sudo ./setup.sh', "
+                        "then run again")
+        return [controller_alive, vswitchd_alive]
+
+    def _teardown(self, error=None):
+        """Remove everything this run made. Signals wait until it is done; one that came is raised
+        then, unless the run is already ending with an exception."""
         try:
-            # Not net.stop(): it talks to each node's shell, and hangs on a half-built network.
-            # terminate() only signals the shell and closes its ptys; the sweep removes the rest.
-            for node in (self.net.hosts + self.net.switches) if self.net else []:
-                with contextlib.suppress(Exception):
-                    node.terminate()
-            if self.controller is not None:
-                self.controller.stop()
-            if self.record is not None:
-                self.record.sweep()
+            with shielded() as caught:
+                if self.watchdog is not None:   # first: the controller is about to go
+                    self.watchdog.__exit__(None, None, None)
+                self._remove()
         finally:
-            signal.signal(signal.SIGINT, previous)
-            for sig, handler in self._old_handlers.items():
-                signal.signal(sig, handler)
+            self._signals.__exit__(None, None, None)
+        if caught and error is None:
+            raise Interrupted(caught[0])
+
+    def _remove(self):
+        # Not net.stop(): it talks to each node's shell, and hangs on a half-built network.
+        # terminate() only signals the shell and closes its ptys; the sweep removes the rest.
+        for node in (self.net.hosts + self.net.switches) if self.net else []:
+            with contextlib.suppress(Exception):
+                node.terminate()
+        if self.controller is not None:
+            self.controller.stop()
+        if self.record is not None:
+            self.record.sweep()
+        runrecord.release_lock()
 
     # --- use --------------------------------------------------------------------------------
     def host(self, name):

@@ -41,14 +41,26 @@ def vswitchd_pid():
     return pid if Path(f"/proc/{pid}").exists() else None
 
 
-def kernel_datapath_available():
-    """Whether the running kernel has the openvswitch module loaded (loading it needs root)."""
+def kernel_datapath_loaded():
     return Path("/sys/module/openvswitch").exists()
 
 
+def kernel_datapath_available():
+    """Whether the running kernel has the openvswitch module, loaded or loadable (asked without
+    loading it: modprobe's dry run)."""
+    if kernel_datapath_loaded():
+        return True
+    try:
+        return subprocess.run(["modprobe", "--dry-run", "--quiet", "openvswitch"], capture_output=True).returncode == 0
+    except OSError:
+        return False
+
+
 def load_kernel_datapath():
-    subprocess.run(["modprobe", "-q", "openvswitch"], capture_output=True)
-    return kernel_datapath_available()
+    """Load the module (root); whether it is there afterwards."""
+    if not kernel_datapath_loaded():
+        subprocess.run(["modprobe", "-q", "openvswitch"], capture_output=True)
+    return kernel_datapath_loaded()
 
 
 def tagged_bridges(tag):
@@ -65,9 +77,10 @@ def tagged_bridges(tag):
 
 
 def delete_bridges(names):
-    """Remove the bridges from the database (which outlives the daemon and reboots)."""
+    """Remove the bridges from the database (which outlives the daemon and reboots). Without a
+    running ovs-vswitchd, ovs-vsctl would wait for it to apply the change: then it does not."""
     if names:
-        args = []
+        args = [] if vswitchd_pid() else ["--no-wait"]
         for name in names:
             args += ["--", "--if-exists", "del-br", name]
         vsctl(*args)

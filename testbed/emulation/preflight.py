@@ -14,10 +14,9 @@ def require_root():
 
 
 def datapath():
-    """'kernel' where the running kernel has (or can load) the openvswitch module, else 'user'."""
-    if ovs.kernel_datapath_available() or (os.geteuid() == 0 and ovs.load_kernel_datapath()):
-        return "kernel"
-    return "user"
+    """'kernel' where the running kernel has (or can load) the openvswitch module, else 'user'.
+    Nothing is loaded here: a run that is refused changes nothing."""
+    return "kernel" if ovs.kernel_datapath_available() else "user"
 
 
 def require_ovs():
@@ -27,10 +26,12 @@ def require_ovs():
 
 
 def require_clean(topo):
-    live = runrecord.live_runs()
+    """No other run active (this run takes the machine's run lock), nothing left by a dead one."""
+    live = [r for r in runrecord.live_runs() if r.data["owner"][0] != os.getpid()]
     if live:
         pids = " ".join(str(r.data["owner"][0]) for r in live)
         raise TestbedError(f"another testbed run is active (pid {pids}): wait for it or stop it")
+    runrecord.acquire_lock()
     left = runrecord.leftovers()
     if left:
         raise TestbedError(f"a previous run left {'; '.join(left)}: {runrecord.CLEANUP_HINT}")

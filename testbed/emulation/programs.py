@@ -18,13 +18,13 @@ import time
 from collections import deque
 from pathlib import Path
 
-from testbed.errors import TestbedError
+from testbed.errors import RunFailure
 
 PROJECT = Path(__file__).resolve().parents[2]
 LOOPBACK = "127.0.0.1"
 
 
-class ProgramError(TestbedError):
+class ProgramError(RunFailure):
     pass
 
 
@@ -56,6 +56,14 @@ class Program:
     @property
     def pid(self):
         return self.proc.pid
+
+    def stopped(self):
+        """Whether the process is stopped (SIGSTOP, a debugger): it will say nothing until continued."""
+        try:
+            with open(f"/proc/{self.pid}/stat") as f:
+                return f.read().rsplit(")", 1)[1].split()[0] in "Tt"
+        except (OSError, IndexError):
+            return False
 
     def _read(self):
         for line in self.proc.stdout:
@@ -93,16 +101,28 @@ class Program:
         stop_all([self], grace)
 
 
+POLL = 0.5   # s between looks at the processes while waiting for them
+
+
 def expect_all(programs, key, timeout, label=""):
-    """One message with `key` from each program (which share an inbox), in the programs' order."""
-    got, deadline = {}, time.monotonic() + timeout
+    """One message with `key` from each program (which share an inbox), in the programs' order. A
+    program found stopped twice in a row is reported at once: the others would wait for it."""
+    got, deadline, suspects = {}, time.monotonic() + timeout, set()
     inbox = programs[0].inbox
     while len(got) < len(programs):
+        left = deadline - time.monotonic()
         try:
-            program, msg = inbox.get(timeout=max(0.0, deadline - time.monotonic()))
+            program, msg = inbox.get(timeout=max(0.0, min(POLL, left)))
         except queue.Empty:
-            silent = [p.name for p in programs if p not in got]
-            raise ProgramError(f"{label}{', '.join(silent)} did not answer within {timeout:.0f} s") from None
+            if left <= POLL:
+                silent = [p.name for p in programs if p not in got]
+                raise ProgramError(f"{label}{', '.join(silent)} did not answer within {timeout:.0f} s") from None
+            stopped = {p for p in programs if p not in got and p.stopped()}
+            for p in stopped & suspects:
+                raise ProgramError(f"{label}{p.name} (pid {p.pid}) is stopped (SIGSTOP or a debugger) "
+                                   "and holds up the others") from None
+            suspects = stopped
+            continue
         if msg is None:
             raise ProgramError(label + program.exited())
         if "error" in msg:
@@ -113,14 +133,15 @@ def expect_all(programs, key, timeout, label=""):
 
 
 def stop_all(programs, grace=5.0):
-    """Close every program's stdin (they end on that), then terminate and kill what still runs."""
+    """Close every program's stdin (they end on that), give them `grace` seconds, kill what still
+    runs (a stopped process too), and reap them all."""
     for program in programs:
         with contextlib.suppress(OSError, ValueError):
             program.proc.stdin.close()
     deadline = time.monotonic() + grace
     for program in programs:
         try:
-            program.proc.wait(max(0.1, deadline - time.monotonic()))
+            program.proc.wait(max(0.0, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
             program.proc.kill()
             program.proc.wait()

@@ -6,6 +6,7 @@ OVS external id TAG: the OVS database outlives reboots and /run, so a bridge is 
 even when its record is gone. Nothing else is ever touched.
 """
 import contextlib
+import fcntl
 import json
 import os
 import signal
@@ -15,10 +16,40 @@ from pathlib import Path
 from pyroute2 import IPRoute
 
 from testbed.emulation import ovs, sendbuffer
+from testbed.errors import TestbedError
 
 STATE_DIR = Path("/run/ai-testbed")
+LOCK = STATE_DIR / "lock"
 TAG = "ai-testbed-run"
 CLEANUP_HINT = "run 'sudo .venv/bin/python run_scenario.py --cleanup'"
+_lock_fd = None
+
+
+def acquire_lock():
+    """One run at a time on a machine: an exclusive lock on LOCK, held until release_lock() or the
+    process ends (so a killed run never holds it). Refuses, naming the pid that holds it."""
+    global _lock_fd
+    if _lock_fd is not None:
+        return
+    STATE_DIR.mkdir(parents=True, exist_ok=True)
+    fd = os.open(LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.read(fd, 32).decode().strip() or "unknown"
+        os.close(fd)
+        raise TestbedError(f"another testbed run is active (pid {holder}): wait for it or stop it") from None
+    os.ftruncate(fd, 0)
+    os.write(fd, str(os.getpid()).encode())
+    _lock_fd = fd
+
+
+def release_lock():
+    global _lock_fd
+    if _lock_fd is not None:
+        os.ftruncate(_lock_fd, 0)
+        os.close(_lock_fd)
+        _lock_fd = None
 
 
 def _stat(pid):
@@ -111,17 +142,20 @@ class RunRecord:
         """Remove everything the record names that still exists, then the record itself."""
         stop_processes(self.data["processes"])
         ovs.delete_bridges(self.data["bridges"])
-        delete_interfaces(self.data["interfaces"])
+        # With ovs-vswitchd gone, the userspace datapath's devices (taps named like the bridges) stay.
+        delete_interfaces(self.data["interfaces"] + self.data["bridges"])
         restore_send_buffer(self.data.get("send_buffer"))
         self.path.unlink(missing_ok=True)
 
 
-def stop_processes(processes, grace=3.0):
-    """SIGHUP and SIGTERM (Mininet's interactive shells only heed the first), then SIGKILL."""
+def stop_processes(processes, grace=1.0):
+    """SIGHUP, SIGTERM and SIGCONT (Mininet's interactive shells only heed the first; a stopped
+    process acts on nothing until continued), then SIGKILL."""
     alive = [(pid, st) for pid, st in processes if running(pid, st)]
     for pid, _ in alive:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGHUP)
+            os.kill(pid, signal.SIGCONT)
     for sig in (signal.SIGTERM, signal.SIGKILL):
         for pid, _ in alive:
             with contextlib.suppress(ProcessLookupError):

@@ -24,12 +24,16 @@ MAX_BUFFER = 1 << 30  # the kernel keeps sk_sndbuf below INT_MAX
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
+def truesize(mtu):
+    """What one frame costs the socket: a linear skb, the frame rounded up to a kmalloc size plus
+    skb overhead, under 2*frame + 1 KiB."""
+    return 2 * (mtu + 14) + 1024
+
+
 def needed(queues, mtu):
-    """Bytes the socket must hold when every queue (packets, one per switch port) is full, at
-    each frame's truesize (a linear skb: the frame rounded up to a kmalloc size plus skb
-    overhead, under 2*frame + 1 KiB), plus one batch."""
-    truesize = 2 * (mtu + 14) + 1024
-    return min(MAX_BUFFER, (sum(queues) + BATCH) * truesize)
+    """Bytes the socket must hold when every queue (packets, one per switch port) is full, plus
+    one batch."""
+    return min(MAX_BUFFER, (sum(queues) + BATCH) * truesize(mtu))
 
 
 def send_socket_fd(pid):

@@ -1,5 +1,8 @@
-"""What the emulator carries faithfully, and the check that refuses a fabric beyond it before
+"""What the emulator carries faithfully, and the checks that refuse a fabric beyond it before
 anything is built."""
+import math
+
+from testbed.emulation import sendbuffer
 from testbed.errors import TestbedError
 
 # Offered load (every NIC port sending at its link rate) that one userspace ovs-vswitchd on 2 cores,
@@ -10,11 +13,31 @@ from testbed.errors import TestbedError
 # The kernel datapath is not limited this way.
 USERSPACE_CAPACITY_MBIT = {1500: 80, 9000: 320}
 MTU_RANGE = (1280, 9000)
+# Below this a 9000-byte frame spends over 70 ms on every hop: TCP's timers, the ranks' 20 s
+# inactivity limit and the probes' time scales stop fitting the emulated network.
+MIN_RATE_MBIT = 1.0
 
 
 def check_mtu(mtu):
     if not MTU_RANGE[0] <= mtu <= MTU_RANGE[1]:
         raise TestbedError(f"--mtu must be between {MTU_RANGE[0]} and {MTU_RANGE[1]} (got {mtu})")
+
+
+def check_link_rate(rate):
+    if not (math.isfinite(rate) and rate >= MIN_RATE_MBIT):
+        raise TestbedError(f"--rate must be at least {MIN_RATE_MBIT:g} Mbit/s and finite (got {rate:g}): "
+                           "slower links would take longer than the runs' timeouts allow")
+
+
+def check_queue(topo, mtu):
+    """Every switch queue full must fit in the userspace datapath's send buffer (see sendbuffer),
+    whose size the kernel caps."""
+    ports = len(topo.switch_ports())
+    most = (sendbuffer.MAX_BUFFER // sendbuffer.truesize(mtu) - sendbuffer.BATCH) // max(1, ports)
+    if topo.queue > most:
+        raise TestbedError(f"--queue {topo.queue}: {ports} switch ports with full queues of {mtu}-byte frames would "
+                           f"need more than the 1 GiB send buffer ovs-vswitchd can be given: use --queue {most} "
+                           "or less")
 
 
 def capacity(mtu, datapath="user"):

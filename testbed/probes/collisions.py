@@ -170,7 +170,7 @@ def steps_summary(rows, steps):
     return out
 
 
-def collision_trials(emu, case, variant, schedule, hosts, size, trials, iters, folder, progress=print):
+def collision_trials(emu, case, variant, schedule, hosts, size, trials, iters, folder, progress=print, on_row=None):
     """Trials of one allreduce under the probe, each with fresh connections (so fresh source ports,
     so a fresh ECMP hash draw): one row per trial with its busbw, collisions per step and link, the
     capture checked against the port counters, and the bottleneck verdict."""
@@ -179,7 +179,7 @@ def collision_trials(emu, case, variant, schedule, hosts, size, trials, iters, f
     predicted = predicted_collided_steps(schedule, hosts, topo, emu.routing.routes)
     for trial in range(trials):
         addresses, launch = emulation_launcher(emu, hosts)
-        with Coordinator(schedule.name, addresses, launch, pacing=topo.bytes_per_s) as coordinator:
+        with Coordinator(schedule.name, addresses, launch, pacing=topo.bytes_per_s, label=variant) as coordinator:
             coordinator.iterate(count, 0, timeout=120)          # warmup: connections and windows
             with CpuMonitor() as cpu, LinkCapture(emu, Path(folder) / f"trial{trial}") as cap:
                 results = [coordinator.iterate(count, i + 1, timeout=120) for i in range(iters)]
@@ -197,6 +197,8 @@ def collision_trials(emu, case, variant, schedule, hosts, size, trials, iters, f
                    capture_kernel_drops=cap.kernel_drops, per_step=steps, per_link=links)
         row.update(cpu.result())
         rows.append(row)
+        if on_row:
+            on_row(row)
         progress(trial_line(row))
     return rows
 

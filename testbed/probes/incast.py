@@ -87,9 +87,10 @@ HEADER = ("# fan-in  rounds  max queue(pkts)  max backlog(B)  drops  p50 done(ms
           "ideal(ms)  probe-qdisc median |diff| (frames)  emulator")
 
 
-def run_fanins(emu, fanins, size, rounds, interval, progress=print):
+def run_fanins(emu, fanins, size, rounds, interval, progress=print, on_fanin=None):
     """One row per fan-in (queue depth, drops, completion p50/p99 against the ideal, how well probes
-    and FIFO agree, the verdict) and the time series of every queue sample and probe."""
+    and FIFO agree, the verdict) and the time series of every queue sample and probe;
+    on_fanin(row, its part of the series) is called as each fan-in is measured."""
     topo = emu.topo
     link_bytes = topo.bytes_per_s
     frame = emu.mtu + 14
@@ -99,7 +100,7 @@ def run_fanins(emu, fanins, size, rounds, interval, progress=print):
              f"queue limit {topo.queue} packets of up to {frame} B")
     progress(HEADER)
     for k in fanins:
-        done, max_q, max_b, drops, diffs, bottleneck = [], 0, 0, 0, [], False
+        done, max_q, max_b, drops, diffs, bottleneck, mine = [], 0, 0, 0, [], False, []
         peak_cores = 0.0
         for r in range(rounds):
             completion, queue, probes, cpu = one_round(emu, receiver, prober, senders[:k], size, interval)
@@ -110,10 +111,10 @@ def run_fanins(emu, fanins, size, rounds, interval, progress=print):
             diffs += [abs(p - q) / frame for _, p, q in pairs]
             bottleneck |= cpu["emulator_bottleneck"]
             peak_cores = max(peak_cores, cpu["ovs_vswitchd_cores"])
-            series += [{"fanin": k, "round": r, "kind": "qdisc", "time": t, "packets": n, "bytes": b, "drops": d}
-                       for t, n, b, d in queue.samples]
-            series += [{"fanin": k, "round": r, "kind": "probe", "time": s, "packets": "", "bytes": round(p),
-                        "drops": ""} for s, p, _ in pairs]
+            mine += [{"fanin": k, "round": r, "kind": "qdisc", "time": t, "packets": n, "bytes": b, "drops": d}
+                     for t, n, b, d in queue.samples]
+            mine += [{"fanin": k, "round": r, "kind": "probe", "time": s, "packets": "", "bytes": round(p),
+                      "drops": ""} for s, p, _ in pairs]
         row = {"fanin": k, "rounds": rounds, "max_queue_packets": max_q, "max_backlog_bytes": max_b,
                "drops": drops, "p50_done_ms": round(float(np.percentile(done, 50)) * 1e3, 1),
                "p99_done_ms": round(float(np.percentile(done, 99)) * 1e3, 1),
@@ -121,6 +122,9 @@ def run_fanins(emu, fanins, size, rounds, interval, progress=print):
                "probe_qdisc_median_diff_frames": round(float(np.median(diffs)), 2) if diffs else None,
                "probes": len(diffs), "emulator_bottleneck": bottleneck, "ovs_vswitchd_cores": peak_cores}
         rows.append(row)
+        series += mine
+        if on_fanin:
+            on_fanin(row, mine)
         progress(f"  {k:6d}  {rounds:6d}  {max_q:15d}  {max_b:14d}  {drops:5d}  {row['p50_done_ms']:12.1f}  "
                  f"{row['p99_done_ms']:12.1f}  {row['ideal_ms']:9.1f}  {row['probe_qdisc_median_diff_frames']!s:>34}  "
                  f"{flag(row)}")

@@ -56,7 +56,9 @@ def client(ip, port, sender, size):
     if not line:
         return
     time.sleep(max(0.0, json.loads(line)["start"] - time.monotonic()))
-    sock.sendall(bytes(size))
+    chunk, left = bytes(min(size, 1 << 20)), size
+    while left:
+        left -= sock.send(memoryview(chunk)[:left])
     sock.close()
     say(sent=size)
 

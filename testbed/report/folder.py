@@ -7,9 +7,11 @@ import csv
 import json
 import os
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
-from testbed.errors import TestbedError
+from testbed.errors import Interrupted, TestbedError
+from testbed.interrupts import name as signal_name
 
 RESULTS_ROOT = Path(__file__).resolve().parents[2] / "results"
 
@@ -68,6 +70,37 @@ class RunFolder:
             writer.writeheader()
             writer.writerows(rows)
         return self.path / name
+
+    def append(self, name, *rows):
+        """More rows of a CSV table, written as soon as they are measured (the header with the first)."""
+        path = self.path / name
+        if not rows:
+            return path
+        first = path not in self.files
+        with open(self._written(name), "w" if first else "a", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=list(rows[0]), extrasaction="ignore")
+            if first:
+                writer.writeheader()
+            writer.writerows(rows)
+        return path
+
+    @contextmanager
+    def outcome(self, name, data):
+        """with rf.outcome("x.json", data): the JSON file is written however the block ends, with
+        "status": "complete", "interrupted by SIGTERM" or "failed: <why>", so that what was measured
+        before a failure is kept and marked."""
+        data["status"] = "running"
+        try:
+            yield data
+            data["status"] = "complete"
+        except Interrupted as e:
+            data["status"] = f"interrupted by {signal_name(e.signum)}"
+            raise
+        except Exception as e:
+            data["status"] = f"failed: {e}"
+            raise
+        finally:
+            self.json(name, data)
 
     def figure(self, name, draw, *args, **kwargs):
         """draw(*args, path, **kwargs) from report.figures writes the PNG."""
