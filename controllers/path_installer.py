@@ -1,53 +1,141 @@
-"""Proactive path installer: an os-ken (Ryu) app that puts the testbed's routes into each switch.
+"""Proactive path installer: an os-ken (Ryu) app that puts the testbed's routing plan into each switch
+and routes around links that fail.
 
-The rules come from the testbed's routing plan, a JSON file whose ``rules`` are
-``{dpid: [[src ip, dst ip, [out ports]]]}`` (src ip null: any source). One out port is an output
-action; several are a select group, whose bucket Open vSwitch picks by a hash of the 5-tuple
-(ECMP). When a switch connects, every group and rule for it is installed at once, then a
-table-miss rule that drops.
-ARP never reaches the switches: the testbed gives every host static neighbour entries.
+The plan is a JSON file (``testbed.routing``): ``rules`` are ``{dpid: [[src ip, dst ip, [out ports]]]}``
+(src ip null: any source), ``seeds`` the hash basis of each switch's select groups. One out port is
+an output action; several are a select group whose bucket Open vSwitch picks by its dp_hash method
+(a symmetric hash of the 5-tuple) with that basis: the same basis everywhere is the same hash
+function at every stage, as in real switches; one basis per switch decorrelates them. The basis
+travels in the selection-method property of OpenFlow 1.5 group mods (an Open vSwitch extension),
+which is why the app speaks 1.5. When a switch connects, every group and rule for it is installed
+at once, then a table-miss rule that drops. ARP never reaches the switches: the testbed gives every
+host static neighbour entries.
+
+When a switch reports a port down (link down, port down or deleted), the app plans the routes again
+without that link (``testbed.routing.plan`` on the fabric from ``--topology``) and installs only
+what changed: on HPN7 a ToR that loses a NIC stops sending to it and every other switch converges on
+the NIC's other ToR, as the /32 withdrawal of HPN's ToRs does in BGP. A port that comes back up is
+planned back in. Each reaction is logged with its time.
 """
 import json
+import struct
+import time
 
 from os_ken import cfg
 from os_ken.base import app_manager
 from os_ken.controller import ofp_event
-from os_ken.controller.handler import CONFIG_DISPATCHER, set_ev_cls
-from os_ken.ofproto import ether, ofproto_v1_3
+from os_ken.controller.handler import CONFIG_DISPATCHER, MAIN_DISPATCHER, set_ev_cls
+from os_ken.ofproto import ether, ofproto_v1_5
 
-cfg.CONF.register_cli_opts([cfg.StrOpt("routing", help="the routing plan (JSON) with rules per datapath id")])
+from testbed import routing
+from testbed.topology import from_spec
+
+cfg.CONF.register_cli_opts([
+    cfg.StrOpt("routing", help="the routing plan (JSON) with rules per datapath id"),
+    cfg.StrOpt("topology", help="the fabric (JSON, as the testbed writes it), to route around failures"),
+])
 
 ROUTE_PRIORITY = 100
+NTR_VENDOR_ID, NTRT_SELECTION_METHOD = 0x0000154D, 1   # Open vSwitch's group selection-method property
+OVS_HASH_ALG_SYM_L4 = 1                                 # the hash OVS's default select groups use
 
 
 class PathInstaller(app_manager.OSKenApp):
-    OFP_VERSIONS = [ofproto_v1_3.OFP_VERSION]
+    OFP_VERSIONS = [ofproto_v1_5.OFP_VERSION]
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         with open(cfg.CONF.routing) as f:
-            self.rules = {int(dpid): rules for dpid, rules in json.load(f)["rules"].items()}
+            plan = json.load(f)
+        self.mode, self.hash = plan["mode"], plan.get("hash", "same")
+        self.rules = self.by_match(plan["rules"])
+        self.seeds = {int(dpid): seed for dpid, seed in plan.get("seeds", {}).items()}
+        self.topo, self.down = None, set()
+        if cfg.CONF.topology:
+            with open(cfg.CONF.topology) as f:
+                fabric = json.load(f)
+            self.topo = from_spec(fabric["spec"], rate=fabric["rate_mbit"], queue=fabric["queue_packets"])
+            self.names = {s.dpid: s.name for s in self.topo.switches.values()}
+        self.datapaths, self.groups = {}, {}       # dpid -> datapath; dpid -> {out ports: group id}
+
+    @staticmethod
+    def by_match(rules):
+        """{dpid: {(src, dst): [out ports]}}"""
+        return {int(dpid): {(src, dst): ports for src, dst, ports in entries} for dpid, entries in rules.items()}
 
     @set_ev_cls(ofp_event.EventOFPSwitchFeatures, CONFIG_DISPATCHER)
     def switch_features_handler(self, ev):
         datapath = ev.msg.datapath
+        self.datapaths[datapath.id] = datapath
+        self.groups[datapath.id] = {}
+        rules = self.rules.get(datapath.id, {})
+        for (src, dst), out_ports in rules.items():
+            self.install(datapath, src, dst, out_ports)
+        self.add_flow(datapath, 0, datapath.ofproto_parser.OFPMatch(), [])
+        self.logger.info("dpid %d: %d route rules, %d select groups installed", datapath.id, len(rules),
+                         len(self.groups[datapath.id]))
+
+    @set_ev_cls(ofp_event.EventOFPPortStatus, MAIN_DISPATCHER)
+    def port_status_handler(self, ev):
+        msg, started = ev.msg, time.monotonic()
+        ofproto, desc = msg.datapath.ofproto, msg.desc
+        if self.topo is None or desc.port_no > ofproto.OFPP_MAX:
+            return
+        switch = self.names[msg.datapath.id]
+        link = self.topo.link_at(switch, desc.port_no)
+        down = (msg.reason == ofproto.OFPPR_DELETE or desc.config & ofproto.OFPPC_PORT_DOWN
+                or desc.state & ofproto.OFPPS_LINK_DOWN)
+        if link is None or bool(down) == (link in self.down):
+            return
+        (self.down.add if down else self.down.discard)(link)
+        changed = self.replan()
+        self.logger.info("port %s:%d %s: %d links down; %d rules changed on %d switches in %.1f ms",
+                         switch, desc.port_no, "down" if down else "up", len(self.down),
+                         sum(changed.values()), len(changed), 1000 * (time.monotonic() - started))
+
+    def replan(self):
+        """Plan the routes without the links that are down and install what differs; returns
+        {dpid: rules changed}."""
+        plan = routing.plan(self.topo.without(self.down), self.mode, self.hash)
+        wanted, changed = self.by_match(plan.to_dict()["rules"]), {}
+        for dpid, datapath in self.datapaths.items():
+            old, new = self.rules.get(dpid, {}), wanted.get(dpid, {})
+            for match in old.keys() - new.keys():
+                self.remove(datapath, *match)
+            for match, out_ports in new.items():
+                if old.get(match) != out_ports:
+                    self.install(datapath, *match, out_ports)
+            count = len(old.keys() - new.keys()) + sum(old.get(m) != p for m, p in new.items())
+            if count:
+                changed[dpid] = count
+        self.rules = wanted
+        return changed
+
+    def match(self, parser, src, dst):
+        fields = {"eth_type": ether.ETH_TYPE_IP, "ipv4_dst": dst}
+        if src is not None:
+            fields["ipv4_src"] = src
+        return parser.OFPMatch(**fields)
+
+    def install(self, datapath, src, dst, out_ports):
+        """The rule for (src, dst): an output, or a select group over out_ports (made once per set)."""
         parser = datapath.ofproto_parser
-        rules, groups = self.rules.get(datapath.id, []), {}
-        for src, dst, out_ports in rules:
-            fields = {"eth_type": ether.ETH_TYPE_IP, "ipv4_dst": dst}
-            if src is not None:
-                fields["ipv4_src"] = src
-            if len(out_ports) == 1:
-                actions = [parser.OFPActionOutput(out_ports[0])]
-            else:
-                key = tuple(out_ports)
-                if key not in groups:
-                    groups[key] = len(groups) + 1
-                    self.add_select_group(datapath, groups[key], out_ports)
-                actions = [parser.OFPActionGroup(groups[key])]
-            self.add_flow(datapath, ROUTE_PRIORITY, parser.OFPMatch(**fields), actions)
-        self.add_flow(datapath, 0, parser.OFPMatch(), [])
-        self.logger.info("dpid %d: %d route rules, %d select groups installed", datapath.id, len(rules), len(groups))
+        if len(out_ports) == 1:
+            actions = [parser.OFPActionOutput(out_ports[0])]
+        else:
+            groups = self.groups[datapath.id]
+            key = tuple(out_ports)
+            if key not in groups:
+                groups[key] = len(groups) + 1
+                self.add_select_group(datapath, groups[key], out_ports)
+            actions = [parser.OFPActionGroup(groups[key])]
+        self.add_flow(datapath, ROUTE_PRIORITY, self.match(parser, src, dst), actions)
+
+    def remove(self, datapath, src, dst):
+        ofproto, parser = datapath.ofproto, datapath.ofproto_parser
+        datapath.send_msg(parser.OFPFlowMod(datapath=datapath, command=ofproto.OFPFC_DELETE_STRICT,
+                                            priority=ROUTE_PRIORITY, match=self.match(parser, src, dst),
+                                            out_port=ofproto.OFPP_ANY, out_group=ofproto.OFPG_ANY))
 
     def add_flow(self, datapath, priority, match, actions):
         ofproto, parser = datapath.ofproto, datapath.ofproto_parser
@@ -57,7 +145,18 @@ class PathInstaller(app_manager.OSKenApp):
 
     def add_select_group(self, datapath, group_id, out_ports):
         ofproto, parser = datapath.ofproto, datapath.ofproto_parser
-        buckets = [parser.OFPBucket(weight=1, watch_port=ofproto.OFPP_ANY, watch_group=ofproto.OFPG_ANY,
-                                    actions=[parser.OFPActionOutput(port)]) for port in out_ports]
-        datapath.send_msg(parser.OFPGroupMod(datapath, ofproto.OFPGC_ADD, ofproto.OFPGT_SELECT,
-                                             group_id, buckets))
+        weight = parser.OFPGroupBucketPropWeight(type_=ofproto.OFPGBPT_WEIGHT, weight=1)
+        buckets = [parser.OFPBucket(bucket_id=i, actions=[parser.OFPActionOutput(port)], properties=[weight])
+                   for i, port in enumerate(out_ports)]
+        datapath.send_msg(parser.OFPGroupMod(datapath, ofproto.OFPGC_ADD, ofproto.OFPGT_SELECT, group_id,
+                                             buckets=buckets, properties=[self.selection_method(datapath)]))
+
+    def selection_method(self, datapath):
+        """dp_hash with this switch's basis: method name (16 bytes, NUL-padded) and a 64-bit
+        parameter whose high half is the hash algorithm and low half the basis, after 4 bytes of
+        padding, as 32-bit words."""
+        param = (OVS_HASH_ALG_SYM_L4 << 32) | self.seeds.get(datapath.id, 0)
+        words = [0, *struct.unpack("!4I", b"dp_hash".ljust(16, b"\0")), param >> 32, param & 0xFFFFFFFF]
+        return datapath.ofproto_parser.OFPGroupPropExperimenter(
+            type_=datapath.ofproto.OFPGPT_EXPERIMENTER, experimenter=NTR_VENDOR_ID,
+            exp_type=NTRT_SELECTION_METHOD, data=words)

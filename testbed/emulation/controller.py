@@ -14,8 +14,9 @@ from testbed.errors import TestbedError
 
 
 class Controller:
-    def __init__(self, plan, plan_file, run_dir):
+    def __init__(self, plan, plan_file, topology_file, run_dir):
         self.plan, self.plan_file, self.run_dir = plan, Path(plan_file), Path(run_dir)
+        self.topology_file = Path(topology_file)
         self.port, self.proc = free_port(), None
         self.log_path = self.run_dir / "controller.log"
 
@@ -23,6 +24,7 @@ class Controller:
         self._log = open(self.log_path, "w")   # noqa: SIM115 (open while the controller runs; closed in stop())
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "controllers", "--routing", str(self.plan_file),
+             "--topology", str(self.topology_file),
              "--ofp-listen-host", LOOPBACK, "--ofp-tcp-listen-port", str(self.port)],
             cwd=PROJECT, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         return self.proc.pid

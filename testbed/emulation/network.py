@@ -23,10 +23,13 @@ from testbed.emulation.programs import LOOPBACK, POPEN, Program, argv
 from testbed.emulation.watchdog import Watchdog
 from testbed.errors import Interrupted, TestbedError
 from testbed.interrupts import interruptible, shielded
+from testbed.topology import interface
 
 # The userspace datapath's work is per packet: jumbo frames carry the same load for less CPU (bench/).
 DEFAULT_MTU = 9000
 IP_BASE = "10.0.0.0/16"
+# The controller speaks 1.5 (select groups with a hash basis); ovs-ofctl reads flows and counters in 1.3.
+OPENFLOW_VERSIONS = "OpenFlow13,OpenFlow15"
 
 
 class ControllerAddress:
@@ -111,10 +114,10 @@ class Emulation:
             raise TestbedError("the kernel's openvswitch module would not load: see dmesg")
         self.record = runrecord.RunRecord.create()
         self.record.add(bridges=list(topo.switches), interfaces=[intf for intf, _ in topo.switch_ports()])
-        (self.run_dir / "topology.json").write_text(json.dumps(topo.to_dict(), indent=1))
-        plan_file = self.run_dir / "routing.json"
+        topology_file, plan_file = self.run_dir / "topology.json", self.run_dir / "routing.json"
+        topology_file.write_text(json.dumps(topo.to_dict(), indent=1))
         plan_file.write_text(json.dumps(self.routing.to_dict()))
-        self.controller = Controller(self.routing, plan_file, self.run_dir)
+        self.controller = Controller(self.routing, plan_file, topology_file, self.run_dir)
         self.record.add(pids=[self.controller.start()])
 
         setLogLevel("warning")
@@ -125,7 +128,7 @@ class Emulation:
         for s in topo.switches.values():
             net.addSwitch(s.name, cls=TestbedSwitch, record=self.record, controller=address,
                           dpid=f"{s.dpid:016x}",
-                          datapath=self.datapath, protocols="OpenFlow13", failMode="secure")
+                          datapath=self.datapath, protocols=OPENFLOW_VERSIONS, failMode="secure")
         for h in topo.hosts.values():
             net.addHost(h.name, cls=TestbedHost, record=self.record, ip=None)
         for link in topo.links:
@@ -151,6 +154,8 @@ class Emulation:
         if node not in self.topo.hosts:
             return {}
         nic = self.topo.hosts[node].ports[port]
+        if self.topo.shared_nic_address:      # addressed over netlink: see _configure_hosts
+            return {f"addr{side}": nic.mac}
         return {f"addr{side}": nic.mac, f"params{side}": {"ip": f"{nic.ip}/24"}}
 
     def _configure_hosts(self):
@@ -160,15 +165,29 @@ class Emulation:
             # segmentation offloads off too, so HTB shapes real frames. A collective reuses each
             # connection after a pause: without slow_start_after_idle=0 every HD step restarts from
             # the initial window (measured: 1 MiB HDRM at 0.68-0.78 of the link rate, 0.84-0.93 without).
-            node.cmd("sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1 "
-                     "net.ipv4.tcp_slow_start_after_idle=0; " +
+            sysctls = ["net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1",
+                       "net.ipv4.tcp_slow_start_after_idle=0"]
+            if self.topo.shared_nic_address:
+                sysctls += self._bond_sysctls(h)
+            node.cmd(f"sysctl -qw {' '.join(sysctls)}; " +
                      "; ".join(f"ethtool -K {nic.intf} tx off tso off gso off" for nic in h.ports))
             with shaping.netlink(node.pid) as ipr:
                 for nic in h.ports:
+                    if self.topo.shared_nic_address:   # a bonded NIC's address, on both ports; routes below
+                        shaping.address(ipr, nic.intf, nic.ip, 32)
                     shaping.shape(ipr, nic.intf, self.topo.rate, self.topo.queue, self.mtu)
-                    shaping.static_neighbours(ipr, nic.intf, [
-                        (peer.ip, peer.mac) for peer in self.topo.nic_ports()
-                        if peer.port == nic.port and peer.host != h.name])
+                    shaping.static_neighbours(ipr, nic.intf, self.topo.peers(nic))
+                for prefix, ifnames, metric in self.routing.host_routes.get(h.name, []):
+                    shaping.route(ipr, prefix, ifnames, h.ports[0].ip, metric)
+
+    @staticmethod
+    def _bond_sysctls(host):
+        """A bonded NIC without a bonding driver: the multipath route hashes layer 3+4 as a LACP
+        bond does, skips a port whose link is down, and a reply may come in on either port
+        (no reverse-path filter)."""
+        return (["net.ipv4.fib_multipath_hash_policy=1", "net.ipv4.conf.all.ignore_routes_with_linkdown=1",
+                 "net.ipv4.conf.all.rp_filter=0", "net.ipv4.conf.default.rp_filter=0"]
+                + [f"net.ipv4.conf.{nic.intf}.rp_filter=0" for nic in host.ports])
 
     def _size_send_buffer(self):
         """Every switch queue full must fit in ovs-vswitchd's send socket: see sendbuffer."""
@@ -240,6 +259,30 @@ class Emulation:
         proc = self.host(host).popen(args, **kwargs) if host else subprocess.Popen(args, **kwargs)
         self.record.add(pids=[proc.pid])
         return proc
+
+    def set_link(self, link, up):
+        """Take a link down at both ends, as a pulled cable, or bring it back. Switch-side
+        interfaces that are down are on the run record, which brings them up if the run dies."""
+        for node, port in link.ends():
+            name = interface(node, port)
+            if node in self.topo.hosts:
+                with shaping.netlink(self.host(node).pid) as ipr:
+                    shaping.set_up(ipr, name, up)
+            else:
+                with shaping.netlink() as ipr:
+                    shaping.set_up(ipr, name, up)
+                self.record.link_state(name, up)
+
+    def set_switch(self, switch, up):
+        """Take every link of a switch down, as a switch that fails, or bring them back."""
+        for link in self.topo.links:
+            if switch in (link.a, link.b):
+                self.set_link(link, up)
+
+    def counters(self, nic):
+        """A NIC port's interface counters, read in its host."""
+        with shaping.netlink(self.host(nic.host).pid) as ipr:
+            return shaping.counters(ipr, nic.intf)
 
     def program(self, host, module, *args, name=None, inbox=None):
         """testbed.programs.<module> inside host (see emulation.programs)."""

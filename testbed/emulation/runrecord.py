@@ -125,6 +125,13 @@ class RunRecord:
         self.data["processes"] += [[pid, start_time(pid)] for pid in pids]
         self.save()
 
+    def link_state(self, ifname, up):
+        """Note a root-namespace interface taken down (or brought back up) during the run."""
+        down = set(self.data.get("down", []))
+        (down.discard if up else down.add)(ifname)
+        self.data["down"] = sorted(down)
+        self.save()
+
     def raise_send_buffer(self, pid, size):
         """Raise ovs-vswitchd's send buffer to at least size bytes (see sendbuffer), writing
         down the old size first; sweep() puts it back. Returns False if OVS has no send socket."""
@@ -141,6 +148,7 @@ class RunRecord:
     def sweep(self):
         """Remove everything the record names that still exists, then the record itself."""
         stop_processes(self.data["processes"])
+        bring_up(self.data.get("down", []))
         ovs.delete_bridges(self.data["bridges"])
         # With ovs-vswitchd gone, the userspace datapath's devices (taps named like the bridges) stay.
         delete_interfaces(self.data["interfaces"] + self.data["bridges"])
@@ -166,6 +174,15 @@ def stop_processes(processes, grace=1.0):
             time.sleep(0.05)
         if not alive:
             return
+
+
+def bring_up(names):
+    """Interfaces a run took down, up again (those that still exist)."""
+    with IPRoute() as ipr:
+        for name in names:
+            for index in ipr.link_lookup(ifname=name):
+                with contextlib.suppress(Exception):
+                    ipr.link("set", index=index, state="up")
 
 
 def restore_send_buffer(entry):

@@ -1,4 +1,4 @@
-"""Link shaping and neighbour tables over netlink (pyroute2), in any network namespace.
+"""Link shaping, neighbour tables and routes over netlink (pyroute2), in any network namespace.
 
 Each end of a link gets, on egress: HTB root 1: -> class 1:10 at the link rate -> pfifo 10: with the
 link's queue limit in packets. Shaping both ends shapes both directions.
@@ -88,3 +88,27 @@ def static_neighbours(ipr, ifname, neighbours):
     index = index_of(ipr, ifname)
     for ip, mac in neighbours:
         ipr.neigh("replace", dst=ip, lladdr=mac, ifindex=index, state=NUD_PERMANENT)
+
+
+def address(ipr, ifname, ip, prefixlen):
+    ipr.addr("add", index=index_of(ipr, ifname), address=ip, prefixlen=prefixlen)
+
+
+def route(ipr, prefix, ifnames, src, metric=0):
+    """A route to prefix out of ifnames, on-link, from source address src; two or more interfaces
+    make a multipath route (the kernel picks one per flow by its multipath hash)."""
+    hops = [{"oif": index_of(ipr, name)} for name in ifnames]
+    if len(hops) == 1:
+        ipr.route("replace", dst=prefix, oif=hops[0]["oif"], prefsrc=src, scope="link", priority=metric)
+    else:
+        ipr.route("replace", dst=prefix, multipath=hops, prefsrc=src, scope="link", priority=metric)
+
+
+def set_up(ipr, ifname, up):
+    ipr.link("set", index=index_of(ipr, ifname), state="up" if up else "down")
+
+
+def counters(ipr, ifname):
+    """The interface's packet and byte counters: {"tx_bytes", "rx_bytes", "tx_packets", ...}."""
+    (link,) = ipr.get_links(index_of(ipr, ifname))
+    return dict(link.get_attr("IFLA_STATS64"))

@@ -12,11 +12,11 @@ SINGLE_FLOW_MIN, PARALLEL_MIN = 0.9, 0.85
 
 
 def reachability(emu):
-    """Ping from every host to every other host's NIC port on a shared subnet: (answered, failures)."""
+    """Ping from every host to every address it can reach (every other host's NIC ports on its
+    subnets; a bonded NIC's one address): (answered, failures)."""
     topo, ok, failures = emu.topo, 0, []
     for host in topo.hosts.values():
-        ports = {nic.port for nic in host.ports}
-        targets = [p.ip for p in topo.nic_ports() if p.host != host.name and p.port in ports]
+        targets = list(dict.fromkeys(ip for nic in host.ports for ip, _ in topo.peers(nic)))
         out = emu.host(host.name).cmd(
             f"for ip in {' '.join(targets)}; do ping -c1 -W1 -q $ip >/dev/null 2>&1 "
             "&& echo ok $ip || echo fail $ip; done")
@@ -46,13 +46,15 @@ def spread_pairs(topo, routes):
     return best[1]
 
 
-def run_flows(emu, pairs, routes, duration=5, omit=1):
-    """Run one TCP flow per (src NicPort, dst NicPort), all at once, measured by iperf3.
+def run_flows(emu, pairs, routes, duration=5, omit=1, streams=1):
+    """Run one iperf3 test (of `streams` TCP connections) per (src NicPort, dst NicPort), all at
+    once.
 
     Returns the flows, each with its received rate, the rate it should get (link rate divided by
-    the most flows sharing a link on its route) and their ratio, and the CPU verdict."""
+    the most flows sharing a link on its route; the link rate where routes is None) and their ratio,
+    and the CPU verdict."""
     topo = emu.topo
-    load = link_load(routes, [(s.ip, d.ip) for s, d in pairs])
+    load = link_load(routes, [(s.ip, d.ip) for s, d in pairs]) if routes else {}
     servers, clients = [], []
     try:
         for i, (_, dst) in enumerate(pairs):
@@ -63,7 +65,7 @@ def run_flows(emu, pairs, routes, duration=5, omit=1):
         with CpuMonitor() as cpu:
             for i, (src, dst) in enumerate(pairs):
                 clients.append(emu.program(src.host, "iperf_endpoint", "client", dst.ip, IPERF_BASE_PORT + i,
-                                           duration, omit, name=f"iperf3 {src.ip} -> {dst.ip}"))
+                                           duration, omit, streams, name=f"iperf3 {src.ip} -> {dst.ip}"))
             results = []
             for client in clients:
                 try:
@@ -74,10 +76,11 @@ def run_flows(emu, pairs, routes, duration=5, omit=1):
         stop_all(servers + clients, grace=2)
     flows = []
     for (src, dst), result in zip(pairs, results):
-        route = routes[src.ip, dst.ip]
-        expected = topo.rate / max(load[link] for link in route.directed_links())
+        route = routes[src.ip, dst.ip] if routes else None
+        expected = topo.rate / max(load[link] for link in route.directed_links()) if route else topo.rate
         got = result.get("received_mbit") or 0.0
-        flows.append({"src": src.ip, "dst": dst.ip, "switches": [topo.switches[s].label for s in route.switches],
+        switches = [topo.switches[s].label for s in route.switches] if route else []
+        flows.append({"src": src.ip, "dst": dst.ip, "switches": switches,
                       "expected_mbit": round(expected, 3), "received_mbit": round(got, 3),
                       "ratio": round(got / expected, 3), "retransmits": result.get("retransmits"),
                       "error": result.get("error")})

@@ -1,7 +1,7 @@
 """One iperf3 endpoint through the Python wrapper (libiperf), run inside an emulated host.
 
     python -m testbed.programs.iperf_endpoint server BIND_IP PORT
-    python -m testbed.programs.iperf_endpoint client SERVER_IP PORT DURATION OMIT
+    python -m testbed.programs.iperf_endpoint client SERVER_IP PORT DURATION OMIT [STREAMS]
 
 The server says {"ready": true} once it listens and serves one test. The client runs its test and
 says {"result": {received and sent Mbit/s, retransmits}} or {"error": ...}.
@@ -43,11 +43,12 @@ def server(ip, port):
     return 0 if result and not result.error else 1
 
 
-def client(ip, port, duration, omit):
+def client(ip, port, duration, omit, streams=1):
     out = os.dup(1)
     client = iperf3.Client()
     client.server_hostname, client.port = ip, int(port)
     client.duration, client.omit, client.protocol = int(duration), int(omit), "tcp"
+    client.num_streams = int(streams)
     result = client.run()
     if result.error:
         _say(out, error=f"iperf3 to {ip}:{port}: {result.error}")

@@ -39,22 +39,26 @@ class PathFinder:
         self._dist = {}
         self.paths = lru_cache(maxsize=None)(self._paths)
 
-    def distances_to(self, target):
-        """{switch: hops to target} by breadth-first search."""
-        if target not in self._dist:
-            dist, queue = {target: 0}, deque([target])
+    def distances_to(self, *targets):
+        """{switch: hops to the nearest of targets} by breadth-first search."""
+        key = frozenset(targets)
+        if key not in self._dist:
+            dist, queue = dict.fromkeys(key, 0), deque(sorted(key))
             while queue:
                 node = queue.popleft()
                 for _, neighbour, _ in self.adjacency[node]:
                     if neighbour not in dist:
                         dist[neighbour] = dist[node] + 1
                         queue.append(neighbour)
-            self._dist[target] = dist
-        return self._dist[target]
+            self._dist[key] = dist
+        return self._dist[key]
 
-    def next_hops(self, switch, target):
-        """The ports of switch that lie on a shortest path to target."""
-        dist = self.distances_to(target)
+    def next_hops_towards(self, switch, targets):
+        """The ports of switch that lie on a shortest path to the nearest of targets (none if it
+        cannot reach them)."""
+        dist = self.distances_to(*targets)
+        if switch not in dist:
+            return []
         return [port for port, neighbour, _ in self.adjacency[switch] if dist.get(neighbour) == dist[switch] - 1]
 
     def _paths(self, src, dst):
@@ -71,8 +75,11 @@ class PathFinder:
         return tuple(found)
 
     def routes(self, src, dst):
-        """Every equal-cost route from NIC port src to NIC port dst, in the documented order."""
+        """Every equal-cost route from NIC port src to NIC port dst, in the documented order (none
+        if either port's link is gone)."""
         a, b = self.topo.attachment(src), self.topo.attachment(dst)
+        if a is None or b is None:
+            return []
         return [Route(src, dst, _hops(a, b, links)) for links in self.paths(a[0], b[0])]
 
 

@@ -1,8 +1,11 @@
-"""The routing plan: what the controller installs on each switch, and the routes flows take where
-they are known in advance.
+"""The routing plan: what the controller installs on each switch, what the hosts route where their
+NIC is bonded, and the routes flows take where they are known in advance.
 
-A host sends port-p traffic only to port-p addresses (one subnet per port index), so routes exist
-for every ordered pair of NIC ports with the same index on different hosts.
+Where every NIC port has a subnet of its own, a host sends port-p traffic only to port-p addresses,
+so flows run between NIC ports of the same index. Where a host's NIC ports share one address
+(HPN7's dual-ToR NIC), the host itself chooses the port: by a hash of the 5-tuple under ``ecmp``
+(Linux multipath routing, layer-3+4 policy, over the ports whose link is up, as a LACP bond does),
+by the rule below under ``deterministic``.
 
 ``deterministic``: every flow takes one of its equal-cost shortest paths (counted link by link, so
 parallel links are distinct paths, and ordered by the OpenFlow ports taken at each switch), chosen
@@ -11,37 +14,51 @@ host b. On BiGraph (c = 1) that is the unique switch path between opposite layer
 of one layer the relay switch (a.index + b.index) mod (n/2); between layers with c parallel links
 BiGraph takes link number (j // (n/2)) mod c, j the upper endpoint's port on its switch: HDRM's
 pairs that share a switch pair in one step differ exactly there, so each gets its own link (any
-m <= c*n/2).
+m <= c*n/2). A bonded host sends to host b from NIC port (a.index + b.index) mod (ports), to b's port
+of the same index.
 
 ``ecmp``: every switch forwards by destination over all its equal-cost next hops (parallel links
-counted separately), as an OpenFlow select group. Open vSwitch picks the bucket by a hash of the
-5-tuple (its default select method: dp_hash, symmetric L4, basis 0), the same function on every
-switch, as in real switches. Which link a flow takes is known only once it runs; the collision
+counted separately), as an OpenFlow select group; a destination reachable through two switches (a
+bonded NIC under two ToRs) has next hops towards both. Open vSwitch picks the bucket by a hash of
+the 5-tuple: with ``hash="same"`` its dp_hash method, symmetric L4, basis 0, the same function on
+every switch, as in real switches (successive stages then make correlated choices: polarisation);
+with ``hash="per-switch"`` the same method with a basis of each switch's own, which decorrelates the
+stages as per-switch hash seeds do. Which link a flow takes is known only once it runs; the collision
 probe measures it.
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from testbed.errors import TestbedError
 from testbed.routing.paths import PathFinder
 from testbed.topology import BiGraph
 
 MODES = ("deterministic", "ecmp")
+HASHES = ("same", "per-switch")
 
 
 @dataclass
 class RoutingPlan:
     """rules: {dpid: [[src ip or None, dst ip, [out ports]]]} for the controller (two or more out
-    ports are a select group); routes: {(src ip, dst ip): Route}, or None where hashing decides."""
+    ports are a select group); seeds: {dpid: the basis of its select groups' hash};
+    host_routes: {host: [[destination prefix, [interfaces]]]} for bonded NICs (two or more
+    interfaces: a multipath route); routes: {(src ip, dst ip): Route}, or None where hashing
+    decides."""
     mode: str
     rules: dict
     routes: dict | None
+    hash: str = "same"
+    seeds: dict = field(default_factory=dict)
+    host_routes: dict = field(default_factory=dict)
 
     @property
     def rule_count(self):
         return sum(len(r) for r in self.rules.values())
 
     def to_dict(self):
-        return {"mode": self.mode, "rules": {str(dpid): rules for dpid, rules in self.rules.items()},
+        return {"mode": self.mode, "hash": self.hash,
+                "rules": {str(dpid): rules for dpid, rules in self.rules.items()},
+                "seeds": {str(dpid): seed for dpid, seed in self.seeds.items()},
+                "host_routes": self.host_routes,
                 "routes": None if self.routes is None else [r.to_dict() for _, r in sorted(self.routes.items())]}
 
 
@@ -54,17 +71,32 @@ def choose(topo, src_host, dst_host, count):
     return (src_host.index + dst_host.index) % count
 
 
+def port_pairs(topo, a, b):
+    """The (a's NIC port, b's NIC port) pairs that may carry traffic from host a to host b, in the
+    order of preference: a bonded NIC prefers port (a.index + b.index) mod (ports) at both ends,
+    then the other ports (when a link is gone)."""
+    if topo.shared_nic_address:
+        n = min(len(a.ports), len(b.ports))
+        first = (a.index + b.index) % n
+        order = [first] + [p for p in range(n) if p != first]
+        return [(a.ports[p], b.ports[q]) for p in order for q in [p] + [q for q in order if q != p]]
+    theirs = {nic.subnet: nic for nic in b.ports}
+    return [(nic, theirs[nic.subnet]) for nic in a.ports if nic.subnet in theirs]
+
+
 def deterministic_routes(topo):
-    """{(src ip, dst ip): Route} with the tie-break rule of the module docstring."""
+    """{(src ip, dst ip): Route} with the tie-break rules of the module docstring."""
     finder, routes = PathFinder(topo), {}
-    for src in topo.nic_ports():
-        for dst in topo.nic_ports():
-            if src.host == dst.host or src.port != dst.port:
+    for a in topo.hosts.values():
+        for b in topo.hosts.values():
+            if a is b:
                 continue
-            options = finder.routes(src, dst)
-            if options:
-                routes[src.ip, dst.ip] = options[choose(topo, topo.hosts[src.host], topo.hosts[dst.host],
-                                                        len(options))]
+            for src, dst in port_pairs(topo, a, b):
+                if (src.ip, dst.ip) in routes:
+                    continue
+                options = finder.routes(src, dst)
+                if options:
+                    routes[src.ip, dst.ip] = options[choose(topo, a, b, len(options))]
     return routes
 
 
@@ -78,27 +110,60 @@ def route_rules(topo, routes):
 
 
 def ecmp_rules(topo):
-    """One rule per destination NIC port on every switch that reaches it, listing every equal-cost
-    next hop (two or more become a select group)."""
+    """One rule per destination address on every switch that reaches it, listing every equal-cost
+    next hop (two or more become a select group); a switch a NIC port of the address hangs off
+    sends it there."""
     finder = PathFinder(topo)
     rules = {s.dpid: [] for s in topo.switches.values()}
-    for dst in topo.nic_ports():
-        home, home_port = topo.attachment(dst)
-        reaches = finder.distances_to(home)
+    for ip, nics in topo.addresses().items():
+        homes = dict(filter(None, (topo.attachment(nic) for nic in nics)))   # {switch: its port to the NIC}
         for name, switch in topo.switches.items():
-            if name in reaches:
-                ports = [home_port] if name == home else finder.next_hops(name, home)
-                rules[switch.dpid].append([None, dst.ip, ports])
+            if name in homes:
+                ports = [homes[name]]
+            else:
+                ports = sorted(finder.next_hops_towards(name, set(homes)))
+            if ports:
+                rules[switch.dpid].append([None, ip, ports])
     return rules
 
 
-def plan(topo, mode="deterministic"):
-    """The routing plan for a mode: the controller's rules, and the routes where they are known."""
+def host_routes(topo, routes=None):
+    """Routes on bonded hosts, [[prefix, [interfaces], metric]]: a multipath route over every NIC
+    port for the fabric's subnet (ecmp), or per destination a /32 through the port `routes` chose,
+    and a second one, of higher metric, through each other port (deterministic): the kernel skips a
+    route whose link is down."""
+    if not topo.shared_nic_address:
+        return {}
+    out = {}
+    for host in topo.hosts.values():
+        if routes is None:
+            subnet = host.ports[0].ip.rsplit(".", 1)[0] + ".0/24"
+            out[host.name] = [[subnet, [nic.intf for nic in host.ports], 0]]
+            continue
+        out[host.name] = []
+        for (src, dst), route in sorted(routes.items()):
+            if src == host.ports[0].ip:
+                out[host.name] += [[f"{dst}/32", [nic.intf], 0 if nic is route.src else 1 + nic.port]
+                                   for nic in host.ports]
+    return out
+
+
+def seed(dpid):
+    """A switch's own hash basis: its datapath id scrambled (Knuth's multiplicative hash)."""
+    return (dpid * 2654435761) & 0xFFFFFFFF
+
+
+def plan(topo, mode="deterministic", hash="same"):
+    """The routing plan for a mode: the controller's rules, the hosts' routes, and the routes where
+    they are known."""
+    if hash not in HASHES:
+        raise TestbedError(f"unknown hash {hash!r}: use one of {', '.join(HASHES)}")
     if mode == "deterministic":
         routes = deterministic_routes(topo)
-        return RoutingPlan(mode, route_rules(topo, routes), routes)
+        return RoutingPlan(mode, route_rules(topo, routes), routes, hash, host_routes=host_routes(topo, routes))
     if mode == "ecmp":
-        return RoutingPlan(mode, ecmp_rules(topo), None)
+        seeds = {s.dpid: seed(s.dpid) if hash == "per-switch" else 0 for s in topo.switches.values()}
+        return RoutingPlan(mode, ecmp_rules(topo), None, hash, seeds, host_routes(topo))
     raise TestbedError(f"unknown routing {mode!r}: use one of {', '.join(MODES)}")
 
 

@@ -21,6 +21,10 @@ class BiGraph(Topology):
         return f"BiGraph(m={self.m}, n={self.n}, c={self.c})"
 
     @property
+    def spec(self):
+        return f"bigraph:{self.m},{self.n},{self.c}"
+
+    @property
     def half(self):
         return self.n // 2
 

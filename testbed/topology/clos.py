@@ -15,6 +15,10 @@ class LeafSpine(Topology):
     def name(self):
         return f"LeafSpine(leaves={self.leaves}, spines={self.spines}, hosts_per_leaf={self.hosts_per_leaf})"
 
+    @property
+    def spec(self):
+        return f"leafspine:{self.leaves},{self.spines},{self.hosts_per_leaf}"
+
     def build(self):
         leaves = [self.add_switch(f"leaf{i}", "leaf") for i in range(self.leaves)]
         spines = [self.add_switch(f"spine{i}", "spine") for i in range(self.spines)]

@@ -6,9 +6,11 @@ from testbed.topology.model import Topology, positive_int
 class HPN7(Topology):
     """HPN 7.0 scaled down: S segments of H servers, R rails (one accelerator and one dual-port NIC
     per rail per server), A aggregation switches per plane. NIC(server, rail) port p goes to
-    ToR(segment, rail, p). planes=2: ToR(s, r, p) links to every Agg of plane p (dual-plane);
-    planes=1: every ToR links to every Agg (the single-plane baseline). Each accelerator is one
-    emulated host; its cross-rail traffic crosses the fabric (no NVLink here)."""
+    ToR(segment, rail, p); both ports carry the NIC's one address and MAC (non-stacked dual-ToR).
+    planes=2: ToR(s, r, p) links to every Agg of plane p (dual-plane); planes=1: every ToR links to
+    every Agg (the single-plane baseline). Each accelerator is one emulated host; its cross-rail
+    traffic crosses the fabric (no NVLink here)."""
+    shared_nic_address = True
 
     def __init__(self, segments, servers, rails, aggs, planes=2, **kw):
         self.segments = positive_int("S (segments)", segments)
@@ -24,6 +26,10 @@ class HPN7(Topology):
     def name(self):
         return (f"HPN7(S={self.segments}, H={self.servers}, R={self.rails}, A={self.aggs}, "
                 f"planes={self.planes})")
+
+    @property
+    def spec(self):
+        return f"hpn7:{self.segments},{self.servers},{self.rails},{self.aggs},{self.planes}"
 
     def build(self):
         tors = {(s, r, p): self.add_switch(f"tor.s{s}.r{r}.p{p}", "tor", plane=p)

@@ -1,10 +1,13 @@
 """A topology as plain data: hosts with NIC ports, switches with roles, links with rate and queue.
 
 Subclasses describe a fabric in ``build()``, as Mininet's ``Topo.build()`` does; nothing here needs
-root or Mininet. Port p of every host sits in subnet 10.0.p.0/24 (so a dual-port NIC has one address
-per plane), and switch ports are OpenFlow port numbers, assigned in the order links are added.
-Interface names follow Mininet's ``<node>-eth<port>``; ``interface()`` is the one place that says so.
+root or Mininet. Addresses: port p of host h<i> is 10.0.p.(i+1) with MAC 02:00:00:pp:ii:ii, one subnet
+per port index; a fabric whose NICs are bonded (``shared_nic_address``, HPN's dual-ToR NIC) gives both
+ports of a host the address and MAC of port 0. Switch ports are OpenFlow port numbers, assigned in the
+order links are added. Interface names follow Mininet's ``<node>-eth<port>``; ``interface()`` is the
+one place that says so.
 """
+import copy
 from dataclasses import dataclass, field
 
 from testbed.errors import TestbedError
@@ -47,6 +50,10 @@ class NicPort:
     def intf(self):
         return interface(self.host, self.port)
 
+    @property
+    def subnet(self):
+        return int(self.ip.split(".")[2])
+
 
 @dataclass
 class Host:
@@ -83,6 +90,7 @@ def positive_int(name, value):
 
 class Topology:
     """Base class: call the add_* helpers from build()."""
+    shared_nic_address = False   # True: a host's NIC ports share one IP and MAC (one bonded NIC)
 
     def __init__(self, rate=DEFAULT_RATE, queue=DEFAULT_QUEUE):
         if not rate > 0:
@@ -128,9 +136,10 @@ class Topology:
         if node in self.switches:
             return port + 1
         index = self.hosts[node].index
+        subnet = 0 if self.shared_nic_address else port
         self.hosts[node].ports.append(NicPort(
-            node, port, f"10.0.{port}.{index + 1}",
-            f"02:00:00:{port:02x}:{index >> 8:02x}:{index & 0xFF:02x}"))
+            node, port, f"10.0.{subnet}.{index + 1}",
+            f"02:00:00:{subnet:02x}:{index >> 8:02x}:{index & 0xFF:02x}"))
         return port
 
     def add_link(self, a, b):
@@ -143,14 +152,36 @@ class Topology:
     def nic_ports(self):
         return [p for h in self.hosts.values() for p in h.ports]
 
+    def addresses(self):
+        """{ip: [the NIC ports that carry it]}: one port each, or a bonded NIC's ports."""
+        out = {}
+        for nic in self.nic_ports():
+            out.setdefault(nic.ip, []).append(nic)
+        return out
+
+    def peers(self, nic):
+        """[(ip, mac)] of the other hosts' NICs that nic reaches: those on its subnet."""
+        found = {p.ip: p.mac for p in self.nic_ports() if p.host != nic.host and p.subnet == nic.subnet}
+        return sorted(found.items(), key=lambda item: tuple(map(int, item[0].split("."))))
+
     def attachment(self, nic):
-        """(switch name, switch port) a NIC port is cabled to."""
+        """(switch name, switch port) a NIC port is cabled to, or None if its link is gone."""
         for link in self.links:
             if (link.a, link.a_port) == (nic.host, nic.port):
                 return link.b, link.b_port
             if (link.b, link.b_port) == (nic.host, nic.port):
                 return link.a, link.a_port
-        raise KeyError(nic)
+        return None
+
+    def link_at(self, node, port):
+        """The link whose end is (node, port), or None."""
+        return next((link for link in self.links if (node, port) in link.ends()), None)
+
+    def without(self, links):
+        """The same fabric with some links gone (failed), for routing around them."""
+        view = copy.copy(self)
+        view.links = [link for link in self.links if link not in set(links)]
+        return view
 
     def fabric_links(self):
         """The switch-to-switch links."""
@@ -177,9 +208,15 @@ class Topology:
         return (f"{self.name}: {len(self.hosts)} hosts, {len(self.switches)} switches, "
                 f"{len(self.links)} links at {self.rate:g} Mbit/s")
 
+    @property
+    def spec(self):
+        """The --topology form that builds this fabric again (see spec.from_spec)."""
+        raise NotImplementedError
+
     def to_dict(self):
         return {
             "name": self.name,
+            "spec": self.spec,
             "rate_mbit": self.rate,
             "queue_packets": self.queue,
             "switches": [vars(s) | {"dpid": s.dpid} for s in self.switches.values()],
