@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from scenarios.common import add_fabric_arguments, at_least, fabric, names
 from testbed import routing
 from testbed.collectives import sweep
-from testbed.collectives.placements import VARIANTS
 from testbed.emulation.network import Emulation
 from testbed.fidelity import fabric_check
 from testbed.programs.rank import EAGER_LIMIT
@@ -18,12 +17,13 @@ from testbed.report import figures
 
 NAME = "bigraph_allreduce"
 HELP = "Ring (two orders), HD and HDRM allreduce on BiGraph over a message-size sweep (nccl-tests style)"
+ALGORITHMS = ("ring", "ring_topo", "hd", "hdrm")
 
 
 def add_arguments(parser):
     add_fabric_arguments(parser, topology="bigraph:2,8")
-    parser.add_argument("--algorithms", default=",".join(VARIANTS),
-                        help="comma-separated, from " + ", ".join(VARIANTS) + " (default: all)")
+    parser.add_argument("--algorithms", default=",".join(ALGORITHMS),
+                        help="comma-separated, from " + ", ".join(ALGORITHMS) + " (default: all)")
     parser.add_argument("--min-bytes", type=int, default=1024, help="smallest message (default %(default)s)")
     parser.add_argument("--max-bytes", type=int, default=1 << 20, help="largest message (default %(default)s)")
     parser.add_argument("--factor", type=int, default=4, help="size multiplier per step (default %(default)s)")
@@ -52,7 +52,7 @@ class Plan:
 
 def prepare(args):
     topo = fabric(args)
-    placed = sweep.place_variants(topo, names(args.algorithms, "--algorithms", VARIANTS))
+    placed = sweep.place_variants(topo, names(args.algorithms, "--algorithms", ALGORITHMS))
     sizes = sweep.sizes(args.min_bytes, args.max_bytes, args.factor)
     warmup, iters = at_least(args.warmup, 0, "--warmup"), at_least(args.iters, 1, "--iters")
     sweep.check_sweep(sizes, len(topo.hosts), len(placed), topo.bytes_per_s, warmup, iters)

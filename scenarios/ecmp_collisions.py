@@ -75,7 +75,6 @@ def prepare(args):
 def run_case(case, plan, folder, on_row):
     """The case's trials under the collision probe, in an emulation of its own."""
     schedule, hosts = place(case.variant, case.topo)
-    (folder / case.label).mkdir(parents=True, exist_ok=True)
     with Emulation(case.topo, routing.plan(case.topo, case.routing), folder / case.label, mtu=plan.mtu) as emu:
         return collision_trials(emu, case.label, case.variant, schedule, hosts, plan.size, plan.trials,
                                 plan.iters, folder / case.label, on_row=on_row)

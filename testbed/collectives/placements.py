@@ -5,7 +5,7 @@ Halving-Doubling in rank order (plain HD) or with EFLOPS' rank mapping (HDRM).
 """
 from testbed.collectives.schedules import HalvingDoubling, Ring
 from testbed.errors import TestbedError
-from testbed.topology import BiGraph
+from testbed.topology import HPN7, BiGraph
 
 
 def rank_ips(topo, hosts):
@@ -52,11 +52,21 @@ def hdrm(topo):
     return hosts
 
 
+def cross_segment(topo):
+    """HPN7: the hosts of segments 0 and 1, in a ring whose neighbours are on different segments,
+    rail by rail: (s0, server 0, rail r), (s1, 0, r), (s0, 1, r), (s1, 1, r) ... so every hop
+    crosses the aggregation tier, and all but the hops between rails join rail peers."""
+    if not isinstance(topo, HPN7) or topo.segments < 2:
+        raise TestbedError(f"the cross-segment ring needs an HPN7 fabric of 2 or more segments (got {topo.name})")
+    return [topo.host_at(s, h, r).name for r in range(topo.rails) for h in range(topo.servers) for s in (0, 1)]
+
+
 VARIANTS = {
     "ring": (Ring(), rank_order),
     "ring_topo": (Ring(), alternating_layers),
     "hd": (HalvingDoubling(), rank_order),
     "hdrm": (HalvingDoubling(), hdrm),
+    "ring_cross_segment": (Ring(), cross_segment),
 }
 
 

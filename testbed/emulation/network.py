@@ -114,8 +114,11 @@ class Emulation:
             raise TestbedError("the kernel's openvswitch module would not load: see dmesg")
         self.record = runrecord.RunRecord.create()
         self.record.add(bridges=list(topo.switches), interfaces=[intf for intf, _ in topo.switch_ports()])
+        self.run_dir.mkdir(parents=True, exist_ok=True)
         topology_file, plan_file = self.run_dir / "topology.json", self.run_dir / "routing.json"
         topology_file.write_text(json.dumps(topo.to_dict(), indent=1))
+        for name, text in topo.exports().items():
+            (self.run_dir / name).write_text(text)
         plan_file.write_text(json.dumps(self.routing.to_dict()))
         self.controller = Controller(self.routing, plan_file, topology_file, self.run_dir)
         self.record.add(pids=[self.controller.start()])

@@ -91,11 +91,13 @@ def flow_count(bridge):
     return int(found.group(1)) if found else -1
 
 
-def port_tx_bytes(ports):
-    """{(bridge, port): bytes the port has sent} from the OpenFlow port counters, one call per bridge."""
+def port_bytes(ports):
+    """{(bridge, port): (bytes received, bytes sent)} from the OpenFlow port counters, one call per
+    bridge."""
     out = {}
     for bridge in sorted({sw for sw, _ in ports}):
         text = ofctl("dump-ports", bridge).stdout
-        for port, sent in re.findall(r"port\s+(\d+): rx .*?\n\s+tx pkts=\d+, bytes=(\d+)", text):
-            out[bridge, int(port)] = int(sent)
+        for port, received, sent in re.findall(
+                r"port\s+(\d+): rx pkts=\d+, bytes=(\d+).*?\n\s+tx pkts=\d+, bytes=(\d+)", text):
+            out[bridge, int(port)] = (int(received), int(sent))
     return {port: out[port] for port in ports}

@@ -70,17 +70,28 @@ def shape(ipr, ifname, rate_mbit, queue_packets, mtu):
     ipr.tc("add", "pfifo", index, FIFO, parent=HTB_CLASS, limit=queue_packets)
 
 
+def _fifo_stats(msg):
+    stats = msg.get_attr("TCA_STATS2")
+    queue = dict(stats.get_attr("TCA_STATS_QUEUE"))
+    basic = dict(stats.get_attr("TCA_STATS_BASIC"))
+    return {"qlen": queue["qlen"], "backlog": queue["backlog"], "drops": queue["drops"],
+            "bytes": basic["bytes"], "packets": basic["packets"]}
+
+
 def queue_stats(ipr, ifname):
     """The egress FIFO's counters: qlen (packets), backlog (bytes), drops, sent bytes/packets."""
-    index = index_of(ipr, ifname)
-    for msg in ipr.get_qdiscs(index=index):
-        if msg["handle"] == FIFO:
-            stats = msg.get_attr("TCA_STATS2")
-            queue = dict(stats.get_attr("TCA_STATS_QUEUE"))
-            basic = dict(stats.get_attr("TCA_STATS_BASIC"))
-            return {"qlen": queue["qlen"], "backlog": queue["backlog"], "drops": queue["drops"],
-                    "bytes": basic["bytes"], "packets": basic["packets"]}
-    raise LookupError(f"{ifname} is not shaped")
+    return queue_stats_all(ipr, [ifname])[ifname]
+
+
+def queue_stats_all(ipr, ifnames):
+    """{ifname: its FIFO's counters} for several interfaces, from one dump of every qdisc."""
+    wanted = {index_of(ipr, name): name for name in ifnames}
+    found = {wanted[msg["index"]]: _fifo_stats(msg) for msg in ipr.get_qdiscs()
+             if msg["index"] in wanted and msg["handle"] == FIFO}
+    missing = set(ifnames) - set(found)
+    if missing:
+        raise LookupError(f"{' '.join(sorted(missing))} not shaped")
+    return found
 
 
 def static_neighbours(ipr, ifname, neighbours):

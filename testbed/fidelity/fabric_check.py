@@ -3,11 +3,10 @@ answers ping, one TCP flow over the longest path gets the link rate, and paralle
 that share no link each get theirs; each measurement with its bottleneck verdict."""
 import statistics
 
-from testbed.emulation.programs import ProgramError, stop_all
-from testbed.fidelity.verdict import CpuMonitor, describe
+from testbed.fidelity.verdict import describe
+from testbed.probes.flows import measure_flows
 from testbed.routing import deterministic_routes, link_load
 
-IPERF_BASE_PORT = 5201
 SINGLE_FLOW_MIN, PARALLEL_MIN = 0.9, 0.85
 
 
@@ -46,56 +45,46 @@ def spread_pairs(topo, routes):
     return best[1]
 
 
-def run_flows(emu, pairs, routes, duration=5, omit=1, streams=1):
-    """Run one iperf3 test (of `streams` TCP connections) per (src NicPort, dst NicPort), all at
-    once.
+def neighbour_pairs(topo):
+    """Where hashing picks the paths: a permutation among hosts cabled to the same switches (host i
+    -> the next one of its group), whose flows cross one switch and so share no link whatever the
+    hash chooses."""
+    groups = {}
+    for host in topo.hosts.values():
+        key = frozenset(topo.attachment(nic)[0] for nic in host.ports)
+        groups.setdefault(key, []).append(host)
+    return [(group[i].ports[0], group[(i + 1) % len(group)].ports[0])
+            for group in groups.values() if len(group) > 1 for i in range(len(group))]
 
-    Returns the flows, each with its received rate, the rate it should get (link rate divided by
-    the most flows sharing a link on its route; the link rate where routes is None) and their ratio,
-    and the CPU verdict."""
+
+def run_flows(emu, pairs, routes, duration=5, omit=1, streams=1):
+    """iperf3 flows between pairs (see probes.flows), each with the rate it should get: the link
+    rate divided by the most flows sharing a link on its route (the link rate where routes is None),
+    and received over expected."""
     topo = emu.topo
     load = link_load(routes, [(s.ip, d.ip) for s, d in pairs]) if routes else {}
-    servers, clients = [], []
-    try:
-        for i, (_, dst) in enumerate(pairs):
-            servers.append(emu.program(dst.host, "iperf_endpoint", "server", dst.ip, IPERF_BASE_PORT + i,
-                                       name=f"iperf3 server {dst.ip}:{IPERF_BASE_PORT + i}"))
-        for server in servers:
-            server.expect("ready", 15)
-        with CpuMonitor() as cpu:
-            for i, (src, dst) in enumerate(pairs):
-                clients.append(emu.program(src.host, "iperf_endpoint", "client", dst.ip, IPERF_BASE_PORT + i,
-                                           duration, omit, streams, name=f"iperf3 {src.ip} -> {dst.ip}"))
-            results = []
-            for client in clients:
-                try:
-                    results.append(client.expect("result", duration + omit + 30)["result"])
-                except ProgramError as e:
-                    results.append({"error": str(e)})
-    finally:
-        stop_all(servers + clients, grace=2)
-    flows = []
-    for (src, dst), result in zip(pairs, results):
-        route = routes[src.ip, dst.ip] if routes else None
+    flows, cpu = measure_flows(emu, pairs, duration, omit, streams)
+    for flow in flows:
+        route = routes[flow["src"], flow["dst"]] if routes else None
         expected = topo.rate / max(load[link] for link in route.directed_links()) if route else topo.rate
-        got = result.get("received_mbit") or 0.0
-        switches = [topo.switches[s].label for s in route.switches] if route else []
-        flows.append({"src": src.ip, "dst": dst.ip, "switches": switches,
-                      "expected_mbit": round(expected, 3), "received_mbit": round(got, 3),
-                      "ratio": round(got / expected, 3), "retransmits": result.get("retransmits"),
-                      "error": result.get("error")})
-    return flows, cpu.result()
+        flow.update(switches=[topo.switches[s].label for s in route.switches] if route else [],
+                    expected_mbit=round(expected, 3), ratio=round(flow["received_mbit"] / expected, 3))
+    return flows, cpu
 
 
 def check(emu, duration=3):
     """Reachability, one flow over the longest path, then parallel flows on spread-out paths. Where
-    hashing picks the paths (ecmp), the flows are chosen and judged on the deterministic routes."""
-    topo = emu.topo
-    routes = emu.routing.routes or deterministic_routes(topo)
+    hashing picks the paths (ecmp), the longest path is the deterministic routes' and the parallel
+    flows are neighbour_pairs, each expected to get the link rate."""
+    topo, routes = emu.topo, emu.routing.routes
     answered, failures = reachability(emu)
-    longest = longest_route(routes)
+    longest = longest_route(routes or deterministic_routes(topo))
     single, single_cpu = run_flows(emu, [(longest.src, longest.dst)], routes, duration)
-    parallel, parallel_cpu = run_flows(emu, spread_pairs(topo, routes), routes, duration)
+    pairs = neighbour_pairs(topo) if routes is None else None
+    if not pairs:     # judged on known routes (ecmp with no neighbours: the deterministic ones)
+        routes = routes or deterministic_routes(topo)
+        pairs = spread_pairs(topo, routes)
+    parallel, parallel_cpu = run_flows(emu, pairs, routes, duration)
     ratios = [f["ratio"] for f in parallel]
     return {
         "reachability": {"answered": answered, "pairs": answered + len(failures), "failures": failures},
@@ -119,7 +108,7 @@ def report(summary, emu):
         f"fabric check: {emu.topo.describe()}, MTU {emu.mtu}, OVS {emu.datapath}space datapath",
         f"  reachability      {reach['answered']}/{reach['pairs']} NIC-port pairs answer ping  "
         f"{verdict[not reach['failures']]}",
-        f"  longest path      {single['src']} -> {single['dst']} via {' '.join(single['switches'])}: "
+        f"  longest path      {single['src']} -> {single['dst']} via {' '.join(single['switches']) or 'hashed links'}: "
         f"{single['received_mbit']:.2f} Mbit/s = {single['ratio']:.2f} of {single['expected_mbit']:g} "
         f"(need >= {SINGLE_FLOW_MIN})  {verdict[single['pass']]}",
         f"                    {describe(single['cpu'])}",

@@ -1,14 +1,15 @@
 """The collision probe: which flows crossed which switch-to-switch link in each collective step.
 
-Capture: tcpdump on the sending end of every directed switch-to-switch link (root namespace,
-`-Q out`, immediate mode), bounded by a BPF filter, a snap length of 96 bytes, a packet cap and a
-time cap, into one pcap per link. Analysis: scapy reads the pcaps back and attributes every data-carrying packet
-to its flow by 5-tuple. A flow is one connection, from one rank to one peer, and keeps its path
-(a fixed 5-tuple hashes the same way every time), so the schedule says in which steps it carries
-data and how much: a link is *collided* in a step when two or more of that step's flows crossed
-it. Attributing by schedule, not by clock, keeps ranks that run a step ahead from blurring the
-steps. The bytes captured on each link are checked against the OpenFlow port counters of the
-switch that sent them.
+Capture: tcpdump on every directed switch-to-switch link (or any set of directed links), at its
+switch end in the root namespace: the sending end (`-Q out`), or for a link a host sends on, the
+receiving switch port (`-Q in`); immediate mode, bounded by a BPF filter, a snap length of 96 bytes,
+a packet cap and a time cap, into one pcap per directed link. Analysis: scapy reads the pcaps back
+and attributes every data-carrying packet to its flow by 5-tuple. A flow is one connection, from one
+rank to one peer, and keeps its path (a fixed 5-tuple hashes the same way every time), so the
+schedule says in which steps it carries data and how much: a link is *collided* in a step when two
+or more of that step's flows crossed it. Attributing by schedule, not by clock, keeps ranks that run
+a step ahead from blurring the steps. The bytes captured on each link are checked against the
+OpenFlow port counters of the switch port where they were captured.
 
 Prediction: with deterministic routes the load of every link in every step follows from the
 schedule (`predicted_loads`); with ECMP it depends on the 5-tuple hash and only the probe knows.
@@ -31,6 +32,7 @@ from testbed.emulation import ovs
 from testbed.errors import TestbedError
 from testbed.fidelity.verdict import CpuMonitor, flag
 from testbed.routing import link_load
+from testbed.topology import interface
 
 SNAPLEN = 96
 
@@ -50,23 +52,47 @@ def predicted_collided_steps(schedule, hosts, topo, routes):
                if max((n for link, n in load.items() if link in fabric), default=0) >= 2)
 
 
-class LinkCapture:
-    """with LinkCapture(emu, folder) as cap: <traffic>; then cap.packets, cap.counter_bytes."""
+class CapturePoint:
+    """Where a directed link (named by its sending end) is captured: a switch port, a direction."""
 
-    def __init__(self, emu, folder, bpf="tcp", max_packets=400000, max_seconds=900):
+    def __init__(self, topo, sender, port, receiver, receiver_port):
+        self.link = (sender, port)
+        self.switch_port, self.direction = ((sender, port), "out") if sender in topo.switches \
+            else ((receiver, receiver_port), "in")
+        self.intf = interface(*self.switch_port)
+        self.pcap = f"{self.intf}.{self.direction}.pcap"
+
+    def counted(self, counters):
+        """Bytes the switch port's counters saw in this direction."""
+        received, sent = counters[self.switch_port]
+        return sent if self.direction == "out" else received
+
+
+class LinkCapture:
+    """with LinkCapture(emu, folder) as cap: <traffic>; then cap.packets, cap.counter_bytes, both
+    keyed by directed link (sending node, port). links: which ones (default: every directed
+    switch-to-switch link), as [(sender, port, receiver, port)]."""
+
+    def __init__(self, emu, folder, links=None, bpf="tcp", max_packets=400000, max_seconds=900):
         self.emu, self.folder = emu, Path(folder)
         self.bpf, self.max_packets, self.max_seconds = bpf, max_packets, max_seconds
-        self.links = emu.topo.fabric_ports()
+        topo = emu.topo
+        links = links if links is not None else [d for d in topo.directed_links() if d[0] in topo.switches
+                                                 and d[2] in topo.switches]
+        self.points = [CapturePoint(topo, *d) for d in links]
         self.procs, self.kernel_drops = [], 0
+
+    def _counters(self):
+        return ovs.port_bytes(sorted({p.switch_port for p in self.points}))
 
     def __enter__(self):
         self.folder.mkdir(parents=True, exist_ok=True)
-        self._counters = ovs.port_tx_bytes([link for _, link in self.links])
-        for intf, _ in self.links:
+        self._before = self._counters()
+        for point in self.points:
             self.procs.append(self.emu.spawn(
-                ["timeout", str(self.max_seconds), "tcpdump", "-i", intf, "-Q", "out", "-n", "-U",
+                ["timeout", str(self.max_seconds), "tcpdump", "-i", point.intf, "-Q", point.direction, "-n", "-U",
                  "--immediate-mode", "-Z", "root", "-s", str(SNAPLEN), "-c", str(self.max_packets),
-                 "-w", str(self.folder / f"{intf}.pcap"), self.bpf],
+                 "-w", str(self.folder / point.pcap), self.bpf],
                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True))
         for proc in self.procs:   # tcpdump says "listening on ..." once its filter is attached
             line = proc.stderr.readline()
@@ -78,9 +104,9 @@ class LinkCapture:
     def __exit__(self, *exc):
         self._drain()
         self._stop()
-        after = ovs.port_tx_bytes([link for _, link in self.links])
-        self.counter_bytes = {link: after[link] - self._counters[link] for link in after}
-        self.packets = {link: read_packets(self.folder / f"{intf}.pcap") for intf, link in self.links}
+        after = self._counters()
+        self.counter_bytes = {p.link: p.counted(after) - p.counted(self._before) for p in self.points}
+        self.packets = {p.link: read_packets(self.folder / p.pcap) for p in self.points}
 
     def _drain(self, settle=0.3, cap=10.0):
         """Wait until tcpdump has written everything: on SIGINT it stops reading at once. (Without
@@ -88,7 +114,7 @@ class LinkCapture:
         block was lost: captures came to 0.78-1.00 of the port counters.)"""
         sizes, deadline = None, time.monotonic() + cap
         while time.monotonic() < deadline:
-            now = [(self.folder / f"{intf}.pcap").stat().st_size for intf, _ in self.links]
+            now = [(self.folder / p.pcap).stat().st_size for p in self.points]
             if now == sizes:
                 return
             sizes = now
@@ -209,3 +235,4 @@ def trial_line(row):
             f"collided steps {row['collided_steps']:2d}/{row['steps']} (predicted {predicted})  "
             f"max flows/link {row['max_flows_per_link']}  capture/ports {row['capture_over_port_counters']}  "
             f"#wrong {row['wrong']}  {flag(row)}")
+

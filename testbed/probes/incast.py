@@ -63,24 +63,24 @@ def one_round(emu, receiver, prober, senders, size, interval):
         probe_tx.send(start=start - 0.3)
         for client in clients:
             client.send(start=start)
-        with QueueSampler(bottleneck) as queue, CpuMonitor() as cpu:
+        with QueueSampler([bottleneck]) as queue, CpuMonitor() as cpu:
             done = server.expect("done", duration + 60)["done"]
             expect_all([probe_tx], "sent", duration + 30)
             probe_rx.send(stop=True)
             probes = probe_rx.expect("probes", 60)["probes"]
     finally:
         stop_all(programs, grace=2)
-    return [t - start for t in done.values()], queue, probes, cpu.result()
+    return [t - start for t in done.values()], queue, bottleneck, probes, cpu.result()
 
 
-def agreement(probes, queue, link_bytes):
+def agreement(probes, queue, ifname, link_bytes):
     """Probe-estimated backlog against the FIFO's, per probe: [(sent, probe bytes, qdisc bytes)].
     A probe that left at `sent` met the backlog the FIFO held when it arrived there (after the
     smallest delay, the path without queueing)."""
     if not probes:
         return []
     base = min(r - s for _, s, r in probes)
-    return [(s, (r - s - base) * link_bytes, queue.backlog_at(s + base)) for _, s, r in probes]
+    return [(s, (r - s - base) * link_bytes, queue.backlog_at(ifname, s + base)) for _, s, r in probes]
 
 
 HEADER = ("# fan-in  rounds  max queue(pkts)  max backlog(B)  drops  p50 done(ms)  p99 done(ms)  "
@@ -103,16 +103,16 @@ def run_fanins(emu, fanins, size, rounds, interval, progress=print, on_fanin=Non
         done, max_q, max_b, drops, diffs, bottleneck, mine = [], 0, 0, 0, [], False, []
         peak_cores = 0.0
         for r in range(rounds):
-            completion, queue, probes, cpu = one_round(emu, receiver, prober, senders[:k], size, interval)
+            completion, queue, port, probes, cpu = one_round(emu, receiver, prober, senders[:k], size, interval)
             done += completion
-            max_q, max_b = max(max_q, queue.max_qlen), max(max_b, max((s[2] for s in queue.samples), default=0))
-            drops += queue.drops
-            pairs = agreement(probes, queue, link_bytes)
+            max_q, max_b = max(max_q, queue.max_qlen(port)), max(max_b, queue.max_backlog(port))
+            drops += queue.drops(port)
+            pairs = agreement(probes, queue, port, link_bytes)
             diffs += [abs(p - q) / frame for _, p, q in pairs]
             bottleneck |= cpu["emulator_bottleneck"]
             peak_cores = max(peak_cores, cpu["ovs_vswitchd_cores"])
             mine += [{"fanin": k, "round": r, "kind": "qdisc", "time": t, "packets": n, "bytes": b, "drops": d}
-                     for t, n, b, d in queue.samples]
+                     for t, n, b, d in queue.samples[port]]
             mine += [{"fanin": k, "round": r, "kind": "probe", "time": s, "packets": "", "bytes": round(p),
                       "drops": ""} for s, p, _ in pairs]
         row = {"fanin": k, "rounds": rounds, "max_queue_packets": max_q, "max_backlog_bytes": max_b,

@@ -1,4 +1,4 @@
-"""The egress FIFO of one interface in the root namespace (a switch port), sampled over time."""
+"""The egress FIFOs of interfaces in the root namespace (switch ports), sampled over time."""
 import bisect
 import threading
 import time
@@ -7,19 +7,22 @@ from testbed.emulation import shaping
 
 
 class QueueSampler:
-    """with QueueSampler("tb1-eth3") as q: <traffic>; then q.samples: [(wall time, packets, bytes,
-    drops since the start)], one every `interval` s, and q.max_qlen, q.drops."""
+    """with QueueSampler(["tb1-eth3", ...]) as q: <traffic>; then q.samples[ifname]: [(wall time,
+    packets, bytes, drops since the start)], one every `interval` s (one netlink dump of every
+    qdisc per sample, however many interfaces)."""
 
-    def __init__(self, ifname, interval=0.002):
-        self.ifname, self.interval, self.samples = ifname, interval, []
+    def __init__(self, ifnames, interval=0.002):
+        self.ifnames, self.interval = list(ifnames), interval
+        self.samples = {name: [] for name in self.ifnames}
         self._done = threading.Event()
 
     def _poll(self):
         with shaping.netlink() as ipr:
-            first = shaping.queue_stats(ipr, self.ifname)["drops"]
+            first = shaping.queue_stats_all(ipr, self.ifnames)
             while not self._done.wait(self.interval):
-                stats = shaping.queue_stats(ipr, self.ifname)
-                self.samples.append((time.time(), stats["qlen"], stats["backlog"], stats["drops"] - first))
+                now, stats = time.time(), shaping.queue_stats_all(ipr, self.ifnames)
+                for name, s in stats.items():
+                    self.samples[name].append((now, s["qlen"], s["backlog"], s["drops"] - first[name]["drops"]))
 
     def __enter__(self):
         self._thread = threading.Thread(target=self._poll, daemon=True)
@@ -30,15 +33,21 @@ class QueueSampler:
         self._done.set()
         self._thread.join()
 
-    @property
-    def max_qlen(self):
-        return max((s[1] for s in self.samples), default=0)
+    def max_qlen(self, ifname):
+        return max((s[1] for s in self.samples[ifname]), default=0)
 
-    @property
-    def drops(self):
-        return self.samples[-1][3] if self.samples else 0
+    def max_backlog(self, ifname):
+        return max((s[2] for s in self.samples[ifname]), default=0)
 
-    def backlog_at(self, t):
+    def mean_backlog(self, ifname):
+        series = self.samples[ifname]
+        return sum(s[2] for s in series) / len(series) if series else 0.0
+
+    def drops(self, ifname):
+        return self.samples[ifname][-1][3] if self.samples[ifname] else 0
+
+    def backlog_at(self, ifname, t):
         """Bytes queued at wall time t: the last sample taken at or before t."""
-        i = bisect.bisect_right(self.samples, t, key=lambda s: s[0])
-        return self.samples[i - 1][2] if i else 0
+        series = self.samples[ifname]
+        i = bisect.bisect_right(series, t, key=lambda s: s[0])
+        return series[i - 1][2] if i else 0

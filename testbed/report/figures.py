@@ -66,3 +66,57 @@ def _save(fig, path):
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     _pyplot().close(fig)
+
+
+def load_per_link(links, tiers, path):
+    """Bytes per directed link over its tier's mean, links sorted busiest first, for each tier
+    (rows) and workload (columns), planes=1 against planes=2; trial 0. links: rows with planes,
+    workload, trial, tier, bytes."""
+    plt = _pyplot()
+    workloads = list(dict.fromkeys(r["workload"] for r in links))
+    fig, axes = plt.subplots(len(tiers), len(workloads), figsize=(5 * len(workloads), 2.6 * len(tiers)),
+                             squeeze=False)
+    for col, workload in enumerate(workloads):
+        for row, tier in enumerate(tiers):
+            ax = axes[row][col]
+            for planes, colour in ((1, "tab:red"), (2, "tab:blue")):
+                loads = sorted((r["bytes"] for r in links if r["workload"] == workload and r["tier"] == tier
+                                and r["planes"] == planes and r["trial"] == 0), reverse=True)
+                if loads and sum(loads):
+                    mean = sum(loads) / len(loads)
+                    ax.step(range(len(loads)), [b / mean for b in loads], where="mid", color=colour,
+                            label=f"{'single' if planes == 1 else 'dual'} plane")
+            ax.axhline(1, color="grey", linewidth=0.5)
+            ax.set_title(f"{workload}: {tier}", fontsize=9)
+            ax.set_ylabel("bytes / tier mean", fontsize=8)
+            ax.grid(alpha=0.3)
+            if row == 0:
+                ax.legend(fontsize=8)
+        axes[-1][col].set_xlabel("links, busiest first")
+    _save(fig, path)
+
+
+def queues_by_form(series, path):
+    """Largest backlog over the sampled ports against time, one panel per workload, single against
+    dual plane. series: {(planes, workload): {port: [(time, packets, bytes, drops)]}}."""
+    plt = _pyplot()
+    workloads = list(dict.fromkeys(w for _, w in series))
+    fig, axes = plt.subplots(1, len(workloads), figsize=(6 * len(workloads), 4), squeeze=False)
+    for ax, workload in zip(axes[0], workloads):
+        for planes, colour in ((1, "tab:red"), (2, "tab:blue")):
+            ports = series.get((planes, workload))
+            if not ports:
+                continue
+            times = sorted({t for samples in ports.values() for t, *_ in samples})
+            t0, at = times[0] if times else 0, {}
+            for samples in ports.values():
+                for t, _, size, _ in samples:
+                    at[t] = max(at.get(t, 0), size)
+            ax.plot([t - t0 for t in times], [at[t] / 1e3 for t in times], color=colour, linewidth=0.8,
+                    label=f"{'single' if planes == 1 else 'dual'} plane")
+        ax.set_title(f"{workload}: largest queue at a ToR port facing a NIC", fontsize=9)
+        ax.set_xlabel("time (s)")
+        ax.set_ylabel("backlog (KB)")
+        ax.grid(alpha=0.3)
+        ax.legend()
+    _save(fig, path)

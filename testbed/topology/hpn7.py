@@ -8,18 +8,20 @@ class HPN7(Topology):
     per rail per server), A aggregation switches per plane. NIC(server, rail) port p goes to
     ToR(segment, rail, p); both ports carry the NIC's one address and MAC (non-stacked dual-ToR).
     planes=2: ToR(s, r, p) links to every Agg of plane p (dual-plane); planes=1: every ToR links to
-    every Agg (the single-plane baseline). Each accelerator is one emulated host; its cross-rail
-    traffic crosses the fabric (no NVLink here)."""
+    every Agg (the single-plane baseline). ToR-Agg links run at uplink_ratio times the NIC links'
+    rate. Each accelerator is one emulated host; its cross-rail traffic crosses the fabric (no NVLink
+    here)."""
     shared_nic_address = True
+    source_spec = None     # where the fabric was read from (a SimAI file), if not from its numbers
 
-    def __init__(self, segments, servers, rails, aggs, planes=2, **kw):
+    def __init__(self, segments, servers, rails, aggs, planes=2, uplink_ratio=1.0, **kw):
         self.segments = positive_int("S (segments)", segments)
         self.servers = positive_int("H (servers per segment)", servers)
         self.rails = positive_int("R (rails)", rails)
         self.aggs = positive_int("A (aggregation switches per plane)", aggs)
         if planes not in (1, 2):
             raise TestbedError(f"planes must be 1 (single-plane baseline) or 2 (dual-plane), not {planes!r}")
-        self.planes = planes
+        self.planes, self.uplink_ratio = planes, uplink_ratio
         super().__init__(**kw)
 
     @property
@@ -29,7 +31,7 @@ class HPN7(Topology):
 
     @property
     def spec(self):
-        return f"hpn7:{self.segments},{self.servers},{self.rails},{self.aggs},{self.planes}"
+        return self.source_spec or f"hpn7:{self.segments},{self.servers},{self.rails},{self.aggs},{self.planes}"
 
     def build(self):
         tors = {(s, r, p): self.add_switch(f"tor.s{s}.r{r}.p{p}", "tor", plane=p)
@@ -45,7 +47,27 @@ class HPN7(Topology):
         for (_, _, p), tor in tors.items():
             for (q, _), agg in aggs.items():
                 if self.planes == 1 or q == p:
-                    self.add_link(tor, agg)
+                    self.add_link(tor, agg, rate=self.rate * self.uplink_ratio)
+
+    def describe(self):
+        if getattr(self, "simai", None):
+            from testbed.topology import simai  # simai builds HPN7s: imported here, not at the top
+            return f"{super().describe()}, {simai.describe(self)}"
+        return super().describe()
+
+    def exports(self):
+        from testbed.topology import simai
+        return {"topology.simai": simai.dump(self)}
 
     def segment_of(self, host):
         return host.server // self.servers
+
+    def cross_segment_pairs(self):
+        """Each host of segments 0 and 1 to its counterpart (same server index and rail) on the other:
+        a permutation whose every flow crosses the aggregation tier."""
+        return [(self.host_at(s, h, r).ports[0], self.host_at(1 - s, h, r).ports[0])
+                for s in (0, 1) for h in range(self.servers) for r in range(self.rails)]
+
+    def host_at(self, segment, server, rail):
+        """The accelerator (host) of rail `rail` on server `server` of segment `segment`."""
+        return self.hosts[f"h{(segment * self.servers + server) * self.rails + rail}"]

@@ -142,9 +142,10 @@ class Topology:
             f"02:00:00:{subnet:02x}:{index >> 8:02x}:{index & 0xFF:02x}"))
         return port
 
-    def add_link(self, a, b):
+    def add_link(self, a, b, rate=None):
+        """A link at the fabric's rate, or its own (Mbit/s)."""
         a, b = getattr(a, "name", a), getattr(b, "name", b)
-        link = Link(a, self._next_port(a), b, self._next_port(b), self.rate, self.queue)
+        link = Link(a, self._next_port(a), b, self._next_port(b), rate or self.rate, self.queue)
         self.links.append(link)
         return link
 
@@ -196,6 +197,20 @@ class Topology:
         """[(interface, (switch, port))] for the sending end of every directed switch-to-switch link."""
         return [(interface(node, port), (node, port)) for link in self.fabric_links() for node, port in link.ends()]
 
+    def directed_links(self):
+        """[(sender, its port, receiver, its port)] for both directions of every link."""
+        return [(a, ap, b, bp) for link in self.links
+                for (a, ap), (b, bp) in (link.ends(), link.ends()[::-1])]
+
+    def label(self, node):
+        """What a person calls a node: a switch's label, a host's name."""
+        return self.switches[node].label if node in self.switches else node
+
+    def tier(self, sender, receiver):
+        """What a directed link joins, by role: 'host->tor', 'tor->agg', 'upper->lower' ..."""
+        role = lambda node: self.switches[node].role if node in self.switches else "host"
+        return f"{role(sender)}->{role(receiver)}"
+
     def switch_adjacency(self):
         """{switch: [(local port, neighbour switch, neighbour port)]}, sorted by local port."""
         adj = {s: [] for s in self.switches}
@@ -203,6 +218,10 @@ class Topology:
             adj[link.a].append((link.a_port, link.b, link.b_port))
             adj[link.b].append((link.b_port, link.a, link.a_port))
         return {s: sorted(v) for s, v in adj.items()}
+
+    def exports(self):
+        """{file name: text}: the fabric in other tools' formats, written into every run folder."""
+        return {}
 
     def describe(self):
         return (f"{self.name}: {len(self.hosts)} hosts, {len(self.switches)} switches, "

@@ -1,22 +1,27 @@
 """A fabric from its command-line form, e.g. 'bigraph:2,8'."""
 from testbed.errors import TestbedError
+from testbed.topology import simai
 from testbed.topology.bigraph import BiGraph
 from testbed.topology.clos import LeafSpine
 from testbed.topology.hpn7 import HPN7
+from testbed.topology.model import DEFAULT_QUEUE, DEFAULT_RATE
 
 KINDS = {"bigraph": (BiGraph, "m,n[,c]"), "leafspine": (LeafSpine, "leaves,spines,hosts_per_leaf"),
          "hpn7": (HPN7, "S,H,R,A[,planes]")}
-FORMS = " | ".join(f"{kind}:{form}" for kind, (_, form) in KINDS.items())
+FORMS = " | ".join(f"{kind}:{form}" for kind, (_, form) in KINDS.items()) + " | simai:FILE"
 
 
-def from_spec(spec, **kw):
-    """'bigraph:2,8' -> BiGraph(2, 8, **kw); see KINDS for each kind's numbers."""
+def from_spec(spec, rate=DEFAULT_RATE, queue=DEFAULT_QUEUE):
+    """'bigraph:2,8' -> BiGraph(2, 8, rate=rate, queue=queue); see KINDS for each kind's numbers;
+    'simai:FILE' reads a SimAI topology file (see simai)."""
     kind, _, numbers = spec.partition(":")
+    if kind == "simai":
+        return simai.load(numbers, rate, queue)
     if kind not in KINDS:
         raise TestbedError(f"unknown topology {kind!r}: use one of {FORMS.replace(' |', ',')}")
     cls, form = KINDS[kind]
     try:
         args = [int(x) for x in numbers.split(",")] if numbers else []
-        return cls(*args, **kw)
+        return cls(*args, rate=rate, queue=queue)
     except (ValueError, TypeError):
         raise TestbedError(f"topology {spec!r} should read {kind}:{form} with whole numbers") from None

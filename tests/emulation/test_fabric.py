@@ -62,14 +62,14 @@ def test_a_shared_switch_queue_fills_to_its_limit_and_drops_there(bigraph):
     route = bigraph.routing.routes[topo.hosts["h0"].ports[0].ip, topo.hosts["h8"].ports[0].ip]
     shared = interface(route.hops[0].switch, route.hops[0].out_port)
     payload = bigraph.mtu - 28
-    with QueueSampler(shared, interval=0.01) as queue:
+    with QueueSampler([shared], interval=0.01) as queue:
         floods = [bigraph.spawn(["ping", "-q", "-i", "0.002", "-c", "1000", "-s", str(payload),
                                  topo.hosts[dst].ports[0].ip], src, stdout=subprocess.DEVNULL)
                   for src, dst in [("h0", "h8"), ("h1", "h9")]]
         for proc in floods:
             proc.wait(timeout=30)
     limit = topo.links[0].queue
-    assert queue.max_qlen >= 0.9 * limit, queue.max_qlen
-    assert queue.drops > 0
+    assert queue.max_qlen(shared) >= 0.9 * limit, queue.max_qlen(shared)
+    assert queue.drops(shared) > 0
 
 

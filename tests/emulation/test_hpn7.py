@@ -1,5 +1,6 @@
 """HPN7's bonded dual-port NIC on real packets: one address on both ports, flows spread over both by
-the host's layer-3+4 hash, a flow kept on its port, and a port whose link is down carrying none."""
+the host's layer-3+4 hash, a flow kept on its port, a port whose link is down carrying none while
+the controller routes around it."""
 import pytest
 
 from testbed import routing
@@ -56,3 +57,4 @@ def test_a_port_whose_link_is_down_carries_nothing_and_the_nic_keeps_working(fab
     log = (fabric.folder / "controller.log").read_text()
     assert flows[0]["error"] is None and flows[0]["ratio"] >= 0.85, (flows, log)
     assert sent[0] == 0 and sent[1] > 0, sent
+
