@@ -15,7 +15,8 @@ When a switch reports a port down (link down, port down or deleted), the app pla
 without that link (``testbed.routing.plan`` on the fabric from ``--topology``) and installs only
 what changed: on HPN7 a ToR that loses a NIC stops sending to it and every other switch converges on
 the NIC's other ToR, as the /32 withdrawal of HPN's ToRs does in BGP. A port that comes back up is
-planned back in. Each reaction is logged with its time.
+planned back in. Each reaction is logged with the wall time the port status arrived and how long the
+new rules took to compute and send.
 """
 import json
 import struct
@@ -77,7 +78,7 @@ class PathInstaller(app_manager.OSKenApp):
 
     @set_ev_cls(ofp_event.EventOFPPortStatus, MAIN_DISPATCHER)
     def port_status_handler(self, ev):
-        msg, started = ev.msg, time.monotonic()
+        msg, started, received = ev.msg, time.monotonic(), time.time()
         ofproto, desc = msg.datapath.ofproto, msg.desc
         if self.topo is None or desc.port_no > ofproto.OFPP_MAX:
             return
@@ -89,8 +90,8 @@ class PathInstaller(app_manager.OSKenApp):
             return
         (self.down.add if down else self.down.discard)(link)
         changed = self.replan()
-        self.logger.info("port %s:%d %s: %d links down; %d rules changed on %d switches in %.1f ms",
-                         switch, desc.port_no, "down" if down else "up", len(self.down),
+        self.logger.info("port %s:%d %s at %.3f: %d links down; %d rules changed on %d switches in %.1f ms",
+                         switch, desc.port_no, "down" if down else "up", received, len(self.down),
                          sum(changed.values()), len(changed), 1000 * (time.monotonic() - started))
 
     def replan(self):

@@ -1,5 +1,14 @@
 """One module per experiment; scenarios.common says what each provides."""
-from scenarios import bigraph_allreduce, ecmp_collisions, fabric_check, hpn7_planes, incast
+from scenarios import (
+    bigraph_allreduce,
+    dual_tor_failover,
+    ecmp_collisions,
+    fabric_check,
+    hpn7_planes,
+    hpn7_rails,
+    incast,
+)
 
-SCENARIOS = {m.NAME: m for m in (bigraph_allreduce, fabric_check, ecmp_collisions, incast, hpn7_planes)}
+SCENARIOS = {m.NAME: m for m in (bigraph_allreduce, fabric_check, ecmp_collisions, incast, hpn7_planes, hpn7_rails,
+                                 dual_tor_failover)}
 DEFAULT = bigraph_allreduce.NAME

@@ -46,5 +46,5 @@ def test_files_that_are_not_hpn_fabrics_are_refused_in_one_line(tmp_path):
         with pytest.raises(TestbedError) as err:
             from_spec(f"simai:{path}")
         assert "\n" not in str(err.value) and str(path) in str(err.value)
-    with pytest.raises(TestbedError, match="only HPN7"):
+    with pytest.raises(TestbedError, match="only dual-ToR HPN7"):
         simai.dump(from_spec("bigraph:2,8"))

@@ -8,6 +8,8 @@ machine-wide monotonic clock that every namespace shares.
 """
 import json
 import queue
+import threading
+import time
 
 from testbed.collectives.placements import rank_ips
 from testbed.emulation.programs import LOOPBACK, ProgramError, expect_all, free_port, start_local, stop_all
@@ -82,11 +84,48 @@ class Coordinator:
             except ProgramError as e:
                 raise AllreduceError(f"{self.label}: {e}") from None
         replies = self._collect("iteration", timeout)
-        start = min(r["t0"] for r in replies)
+        start, end = min(r["t0"] for r in replies), max(r["t1"] for r in replies)
         # step i of the collective ends when its last rank ends it
         step_ends = [max(ends) - start for ends in zip(*(r["steps"] for r in replies))]
-        return {"time": max(r["t1"] for r in replies) - start, "step_ends": step_ends,
+        return {"time": end - start, "start": start, "end": end, "step_ends": step_ends,
                 "wrong": sum(r["wrong"] for r in replies)}
+
+    def run_for(self, count, seconds, timeout=120.0, on_iteration=None):
+        """Iterations back to back for `seconds`: [{"start", "end", "time", "wrong"}] (monotonic
+        clock), and the error that stopped them early, if one did."""
+        done, until = [], time.monotonic() + seconds
+        while time.monotonic() < until:
+            try:
+                result = self.iterate(count, len(done), timeout)
+            except AllreduceError as e:
+                return done, str(e)
+            done.append({k: result[k] for k in ("start", "end", "time", "wrong")})
+            if on_iteration:
+                on_iteration(done[-1])
+        return done, None
+
+    @staticmethod
+    def iterate_together(coordinators, count, iteration, timeout):
+        """One iteration of several collectives at once (their ranks on different hosts), started
+        together; each one's result, in order."""
+        results, errors, go = [None] * len(coordinators), [], threading.Barrier(len(coordinators))
+
+        def one(k, coordinator):
+            try:
+                go.wait()
+                results[k] = coordinator.iterate(count, iteration, timeout)
+            except (AllreduceError, threading.BrokenBarrierError) as e:
+                errors.append(str(e))
+                go.abort()
+
+        threads = [threading.Thread(target=one, args=(k, c), daemon=True) for k, c in enumerate(coordinators)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        if errors:
+            raise AllreduceError(errors[0])
+        return results
 
     def run(self, count, iterations, warmup=1, timeout=120.0):
         """Times (s) of the timed iterations and the total #wrong over all of them, warmup included."""

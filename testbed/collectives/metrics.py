@@ -19,3 +19,41 @@ def result_row(algorithm, size_bytes, times, wrong, ranks, link_mbit):
             "time_us": round(median * 1e6, 1), "p99_us": round(float(np.percentile(times, 99)) * 1e6, 1),
             "algbw_MBps": round(algbw / 1e6, 4), "busbw_MBps": round(busbw / 1e6, 4),
             "busbw_over_link": round(busbw * 8 / (link_mbit * 1e6), 3), "wrong": wrong}
+
+
+def phase_of(t, spans):
+    """'before', a window's name, or 'after <name>' for time t against spans [(name, (from, to))]."""
+    phase = "before"
+    for name, (a, b) in spans:
+        if t < a:
+            break
+        phase = name if t <= b else f"after {name}"
+    return phase
+
+
+def failure_timeline(iterations, windows, started, ended, size, ranks, link_mbit):
+    """A collective's iterations against failure windows. iterations: [{"start", "end", "time",
+    "wrong"}]; windows: {name: (from, to)} in seconds since `started`. Returns per iteration its
+    phase and busbw/link, and the summary: the longest stall (time without an iteration completing,
+    from `started` to `ended`), and for each window the iterations per second completed in it and after it
+    (until the next window), relative to before the first."""
+    spans = sorted(windows.items(), key=lambda w: w[1][0])
+    ends = [it["end"] - started for it in iterations]
+    rows = []
+    for it, end in zip(iterations, ends):
+        _, busbw = bandwidths(size, it["time"], ranks)
+        rows.append({"iteration": len(rows), "start_s": round(it["start"] - started, 3), "end_s": round(end, 3),
+                     "seconds": round(it["time"], 4), "busbw_over_link": round(busbw * 8 / (link_mbit * 1e6), 3),
+                     "wrong": it["wrong"], "phase": phase_of(end, spans)})
+    last = max(ends, default=0.0)
+    rate = lambda a, b: sum(1 for e in ends if a <= e < b) / (b - a) if b > a else None
+    before = rate(0.0, spans[0][1][0] if spans else last)
+    marks = [0.0] + ends + [ended - started]
+    summary = {"iterations": len(rows), "longest_stall_s": round(max(b - a for a, b in zip(marks, marks[1:])), 2),
+               "iterations_per_s_before": round(before, 2) if before else None,
+               "wrong": sum(it["wrong"] for it in iterations)}
+    relative = lambda r: round(r / before, 3) if before and r is not None else None
+    for k, (name, (a, b)) in enumerate(spans):
+        following = spans[k + 1][1][0] if k + 1 < len(spans) else last
+        summary[name] = {"during_over_before": relative(rate(a, b)), "after_over_before": relative(rate(b, following))}
+    return rows, summary

@@ -52,6 +52,16 @@ def hdrm(topo):
     return hosts
 
 
+def rail_ring(topo, rail, segments, servers):
+    """HPN7: the hosts of one rail on the given servers of the given segments, in a ring that visits
+    the segments in turn server by server: (s0, 0), (s1, 0), (s0, 1), (s1, 1) ... for segments
+    (0, 1); one segment's hosts are one ToR apart."""
+    if not isinstance(topo, HPN7) or max(segments) >= topo.segments or max(servers) >= topo.servers \
+            or rail >= topo.rails:
+        raise TestbedError(f"{topo.name} has no rail {rail} on servers {list(servers)} of segments {list(segments)}")
+    return [topo.host_at(s, h, rail).name for h in servers for s in segments]
+
+
 def cross_segment(topo):
     """HPN7: the hosts of segments 0 and 1, in a ring whose neighbours are on different segments,
     rail by rail: (s0, server 0, rail r), (s1, 0, r), (s0, 1, r), (s1, 1, r) ... so every hop

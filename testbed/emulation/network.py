@@ -264,17 +264,16 @@ class Emulation:
         return proc
 
     def set_link(self, link, up):
-        """Take a link down at both ends, as a pulled cable, or bring it back. Switch-side
-        interfaces that are down are on the run record, which brings them up if the run dies."""
-        for node, port in link.ends():
-            name = interface(node, port)
-            if node in self.topo.hosts:
-                with shaping.netlink(self.host(node).pid) as ipr:
+        """Take a link down, as a pulled cable, or bring it back: its switch ends go administratively
+        down, and a host at its other end sees its carrier go. (A host interface taken down itself
+        would lose its neighbour entries, which the fabric cannot relearn: it carries no ARP.)
+        Interfaces that are down are on the run record, which brings them up if the run dies."""
+        with shaping.netlink() as ipr:
+            for node, port in link.ends():
+                if node in self.topo.switches:
+                    name = interface(node, port)
                     shaping.set_up(ipr, name, up)
-            else:
-                with shaping.netlink() as ipr:
-                    shaping.set_up(ipr, name, up)
-                self.record.link_state(name, up)
+                    self.record.link_state(name, up)
 
     def set_switch(self, switch, up):
         """Take every link of a switch down, as a switch that fails, or bring them back."""

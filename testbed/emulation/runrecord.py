@@ -10,6 +10,7 @@ import fcntl
 import json
 import os
 import signal
+import threading
 import time
 from pathlib import Path
 
@@ -23,6 +24,7 @@ LOCK = STATE_DIR / "lock"
 TAG = "ai-testbed-run"
 CLEANUP_HINT = "run 'sudo .venv/bin/python run_scenario.py --cleanup'"
 _lock_fd = None
+_SAVING = threading.Lock()
 
 
 def acquire_lock():
@@ -50,6 +52,7 @@ def release_lock():
         os.ftruncate(_lock_fd, 0)
         os.close(_lock_fd)
         _lock_fd = None
+_SAVING = threading.Lock()
 
 
 def _stat(pid):
@@ -115,9 +118,10 @@ class RunRecord:
         return running(*self.data["owner"])
 
     def save(self):
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self.data))
-        tmp.replace(self.path)
+        with _SAVING:     # a failure timeline's thread notes links while the run adds processes
+            tmp = self.path.with_suffix(".tmp")
+            tmp.write_text(json.dumps(self.data))
+            tmp.replace(self.path)
 
     def add(self, bridges=(), interfaces=(), pids=()):
         self.data["bridges"] += list(bridges)

@@ -120,3 +120,42 @@ def queues_by_form(series, path):
         ax.grid(alpha=0.3)
         ax.legend()
     _save(fig, path)
+
+
+def failure_timeline(timelines, windows, path):
+    """busbw/link of each iteration against the time it ended, one panel per fabric, failure
+    windows shaded. timelines: {fabric: [{"end_s", "busbw_over_link"}]}; windows: {name: (from, to)}."""
+    plt = _pyplot()
+    fig, axes = plt.subplots(len(timelines), 1, figsize=(9, 2.8 * len(timelines)), squeeze=False, sharex=True)
+    for ax, (fabric, rows) in zip(axes[:, 0], timelines.items()):
+        ax.plot([r["end_s"] for r in rows], [r["busbw_over_link"] for r in rows], marker=".", linewidth=0.8)
+        for k, (name, (a, b)) in enumerate(windows.items()):
+            ax.axvspan(a, b, color=("tab:red", "tab:orange")[k % 2], alpha=0.2, label=name)
+        ax.set_title(fabric, fontsize=9)
+        ax.set_ylabel("busbw / link")
+        ax.set_ylim(bottom=0)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8, loc="lower right")
+    axes[-1, 0].set_xlabel("time (s), iterations at their end")
+    _save(fig, path)
+
+
+def busbw_by_case(rows, path):
+    """Mean busbw over the NIC's capacity per case, single against dual plane. rows: with case,
+    planes, busbw_over_nic."""
+    plt = _pyplot()
+    cases = list(dict.fromkeys(r["case"] for r in rows))
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for k, (planes, colour) in enumerate(((1, "tab:red"), (2, "tab:blue"))):
+        means = []
+        for case in cases:
+            mine = [r["busbw_over_nic"] for r in rows if r["case"] == case and r["planes"] == planes]
+            means.append(sum(mine) / len(mine) if mine else 0)
+        ax.bar([i + 0.38 * k for i in range(len(cases))], means, width=0.38, color=colour,
+               label=f"{'single' if planes == 1 else 'dual'} plane")
+    ax.set_xticks([i + 0.19 for i in range(len(cases))])
+    ax.set_xticklabels(cases)
+    ax.set_ylabel("busbw / NIC capacity (2 ports)")
+    ax.grid(alpha=0.3, axis="y")
+    ax.legend()
+    _save(fig, path)

@@ -1,4 +1,5 @@
-"""HPN 7.0, scaled down: rail-optimised segments, dual-ToR, one or two planes."""
+"""HPN 7.0, scaled down: rail-optimised segments, dual-ToR (or the single-ToR baseline), one or two
+planes, and optionally a core tier above the aggregation switches."""
 from testbed.errors import TestbedError
 from testbed.topology.model import Topology, positive_int
 
@@ -8,46 +9,62 @@ class HPN7(Topology):
     per rail per server), A aggregation switches per plane. NIC(server, rail) port p goes to
     ToR(segment, rail, p); both ports carry the NIC's one address and MAC (non-stacked dual-ToR).
     planes=2: ToR(s, r, p) links to every Agg of plane p (dual-plane); planes=1: every ToR links to
-    every Agg (the single-plane baseline). ToR-Agg links run at uplink_ratio times the NIC links'
-    rate. Each accelerator is one emulated host; its cross-rail traffic crosses the fabric (no NVLink
-    here)."""
+    every Agg (the single-plane baseline). tors=1: the single-ToR baseline, each NIC with one port
+    on ToR(s, r, 0) (single plane). cores=C: C core switches, each linked to every Agg of both
+    planes, as HPN's Agg-Core layer; the shortest paths never use it, but a plane that loses a NIC
+    reaches it through the core and the other plane. ToR-Agg links run at uplink_ratio times the
+    NIC links' rate. Each accelerator is one emulated host; its cross-rail traffic crosses the
+    fabric (no NVLink here)."""
     shared_nic_address = True
     source_spec = None     # where the fabric was read from (a SimAI file), if not from its numbers
 
-    def __init__(self, segments, servers, rails, aggs, planes=2, uplink_ratio=1.0, **kw):
+    def __init__(self, segments, servers, rails, aggs, planes=2, tors=2, cores=0, uplink_ratio=1.0, **kw):
         self.segments = positive_int("S (segments)", segments)
         self.servers = positive_int("H (servers per segment)", servers)
         self.rails = positive_int("R (rails)", rails)
         self.aggs = positive_int("A (aggregation switches per plane)", aggs)
         if planes not in (1, 2):
             raise TestbedError(f"planes must be 1 (single-plane baseline) or 2 (dual-plane), not {planes!r}")
-        self.planes, self.uplink_ratio = planes, uplink_ratio
+        if tors not in (1, 2):
+            raise TestbedError(f"tors must be 1 (single-ToR baseline) or 2 (dual-ToR), not {tors!r}")
+        if tors == 1 and planes == 2:
+            raise TestbedError("a single-ToR HPN7 has one plane: use hpn7:S,H,R,A,1,1")
+        if not isinstance(cores, int) or cores < 0:
+            raise TestbedError(f"cores must be 0 or more (got {cores!r})")
+        self.planes, self.tors, self.cores, self.uplink_ratio = planes, tors, cores, uplink_ratio
         super().__init__(**kw)
 
     @property
     def name(self):
+        extra = (", single ToR" if self.tors == 1 else "") + (f", cores={self.cores}" if self.cores else "")
         return (f"HPN7(S={self.segments}, H={self.servers}, R={self.rails}, A={self.aggs}, "
-                f"planes={self.planes})")
+                f"planes={self.planes}{extra})")
 
     @property
     def spec(self):
-        return self.source_spec or f"hpn7:{self.segments},{self.servers},{self.rails},{self.aggs},{self.planes}"
+        return self.source_spec or (f"hpn7:{self.segments},{self.servers},{self.rails},{self.aggs},{self.planes},"
+                                    f"{self.tors},{self.cores}")
 
     def build(self):
+        ports = range(self.tors)
         tors = {(s, r, p): self.add_switch(f"tor.s{s}.r{r}.p{p}", "tor", plane=p)
-                for s in range(self.segments) for r in range(self.rails) for p in (0, 1)}
+                for s in range(self.segments) for r in range(self.rails) for p in ports}
         aggs = {(p, a): self.add_switch(f"agg.p{p}.a{a}", "agg", plane=p if self.planes == 2 else None)
                 for p in (0, 1) for a in range(self.aggs)}
+        cores = [self.add_switch(f"core{c}", "core") for c in range(self.cores)]
         for s in range(self.segments):
             for h in range(self.servers):
                 for r in range(self.rails):
                     host = self.add_host(server=s * self.servers + h, rail=r)
-                    for p in (0, 1):
+                    for p in ports:
                         self.add_link(host, tors[s, r, p])
         for (_, _, p), tor in tors.items():
             for (q, _), agg in aggs.items():
                 if self.planes == 1 or q == p:
                     self.add_link(tor, agg, rate=self.rate * self.uplink_ratio)
+        for core in cores:
+            for agg in aggs.values():
+                self.add_link(agg, core, rate=self.rate * self.uplink_ratio)
 
     def describe(self):
         if getattr(self, "simai", None):
@@ -57,7 +74,7 @@ class HPN7(Topology):
 
     def exports(self):
         from testbed.topology import simai
-        return {"topology.simai": simai.dump(self)}
+        return {"topology.simai": simai.dump(self)} if simai.expressible(self) else {}
 
     def segment_of(self, host):
         return host.server // self.servers

@@ -118,10 +118,15 @@ def _names(topo, gpus, nvswitches, tors, aggs):
     return names
 
 
+def expressible(topo):
+    """Whether SimAI's AlibabaHPN format can say this fabric: HPN7, dual-ToR, no core tier."""
+    return isinstance(topo, HPN7) and topo.tors == 2 and not topo.cores
+
+
 def dump(topo):
     """The SimAI file of an HPN7 fabric, in the generator's node numbering and line order."""
-    if not isinstance(topo, HPN7):
-        raise TestbedError(f"only HPN7 fabrics have a SimAI form (got {topo.name})")
+    if not expressible(topo):
+        raise TestbedError(f"only dual-ToR HPN7 fabrics without a core tier have a SimAI form (got {topo.name})")
     attrs = getattr(topo, "simai", None) or Attributes()
     hosts = sorted(topo.hosts.values(), key=lambda h: h.index)
     gpus, servers = len(hosts), len(hosts) // topo.rails

@@ -7,7 +7,7 @@ from testbed.topology.hpn7 import HPN7
 from testbed.topology.model import DEFAULT_QUEUE, DEFAULT_RATE
 
 KINDS = {"bigraph": (BiGraph, "m,n[,c]"), "leafspine": (LeafSpine, "leaves,spines,hosts_per_leaf"),
-         "hpn7": (HPN7, "S,H,R,A[,planes]")}
+         "hpn7": (HPN7, "S,H,R,A[,planes[,tors[,cores]]]")}
 FORMS = " | ".join(f"{kind}:{form}" for kind, (_, form) in KINDS.items()) + " | simai:FILE"
 
 

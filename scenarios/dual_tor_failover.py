@@ -1,0 +1,205 @@
+"""Dual-ToR failover: allreduce iterations back to back on HPN7 while a NIC-ToR link is cut and
+restored, then a whole ToR goes down and comes back; the same on the single-ToR baseline.
+
+With dual-ToR a NIC has a port on each of two ToRs: the host's bond stops using the dead port, and
+the controller, told by the switch's port-status message, routes every other host's traffic for that
+NIC to its other ToR (HPN's /32 withdrawal). In dual plane the lost port's plane reaches the NIC
+through the core tier and the other plane. With a single ToR the NIC has no other way: the job
+stalls, and resumes if the link comes back before the ranks give up (--stall-limit), or ends with an
+error naming the dead link. Output: a time line of iterations with the failure windows, the longest
+stall, throughput during and after each failure relative to before, #wrong, and how long the
+controller took to react.
+"""
+import re
+import time
+from dataclasses import dataclass
+
+from scenarios.common import add_fabric_arguments, at_least, fabric
+from testbed import routing
+from testbed.collectives.coordinator import Coordinator, emulation_launcher
+from testbed.collectives.data import ELEMENT_BYTES
+from testbed.collectives.metrics import failure_timeline
+from testbed.collectives.placements import place
+from testbed.collectives.sweep import check_sweep
+from testbed.emulation.events import Timeline, link_failure, switch_failure
+from testbed.emulation.network import Emulation
+from testbed.errors import TestbedError
+from testbed.fidelity import fabric_check
+from testbed.fidelity.verdict import CpuMonitor, describe
+from testbed.report import figures
+from testbed.topology import HPN7
+
+NAME = "dual_tor_failover"
+HELP = "HPN7 allreduce while a NIC-ToR link and then a ToR fail and return: dual-ToR against single-ToR"
+ALLREDUCE = "ring_cross_segment"
+FAILURES = ("link", "tor", "both")
+
+
+def add_arguments(parser):
+    add_fabric_arguments(parser, topology="hpn7:2,2,2,2,2,2,1")
+    parser.add_argument("--fail", choices=FAILURES, default="both",
+                        help="cut a NIC-ToR link, take a ToR down, or the one then the other (default %(default)s)")
+    parser.add_argument("--at", type=float, default=8.0, help="seconds into the run of the first failure "
+                        "(default %(default)s)")
+    parser.add_argument("--down-for", type=float, default=6.0, help="seconds each failure lasts (default %(default)s)")
+    parser.add_argument("--gap", type=float, default=16.0,
+                        help="seconds from the link failure to the ToR failure (default %(default)s)")
+    parser.add_argument("--flap", type=float, default=0.0,
+                        help="while failed, bring it up and down again every this many seconds (0: stay down)")
+    parser.add_argument("--run-for", type=float, default=40.0, help="seconds of iterations (default %(default)s)")
+    parser.add_argument("--stall-limit", type=float, default=15.0,
+                        help="seconds a rank waits for data before the job gives up (default %(default)s)")
+    parser.add_argument("--bytes", type=int, default=256 << 10, help="allreduce message size (default %(default)s)")
+    parser.add_argument("--streams", type=int, default=2, help="TCP connections per peer (default %(default)s)")
+
+
+@dataclass
+class Plan:
+    forms: list            # [dual-ToR fabric, its single-ToR baseline]
+    mtu: int
+    windows: dict          # {"link down": (from, to), "ToR down": (from, to)}, seconds into the run
+    flap: float
+    run_for: float
+    stall_limit: float
+    size: int
+    streams: int
+
+    @property
+    def fabrics(self):
+        return self.forms
+
+
+def prepare(args):
+    topo = fabric(args)
+    if not isinstance(topo, HPN7) or topo.tors != 2 or topo.segments < 2:
+        raise TestbedError(f"{NAME} needs a dual-ToR HPN7 fabric of 2 or more segments (got {topo.name}): "
+                           "use e.g. --topology hpn7:2,2,2,2,2,2,1")
+    baseline = HPN7(topo.segments, topo.servers, topo.rails, topo.aggs, planes=1, tors=1,
+                    uplink_ratio=topo.uplink_ratio, rate=topo.rate, queue=topo.queue)
+    at_least(args.at, 1, "--at", " s")
+    at_least(args.down_for, 0.5, "--down-for", " s")
+    at_least(args.stall_limit, 2, "--stall-limit", " s")
+    if not 0 <= args.flap < args.down_for:
+        raise TestbedError(f"--flap must be 0 (stay down) or less than --down-for (got {args.flap})")
+    windows = {}
+    if args.fail in ("link", "both"):
+        windows["link down"] = (args.at, args.at + args.down_for)
+    if args.fail in ("tor", "both"):
+        start = args.at + (args.gap if args.fail == "both" else 0)
+        if args.fail == "both" and args.gap <= args.down_for:
+            raise TestbedError(f"--gap ({args.gap} s) must be longer than --down-for ({args.down_for} s)")
+        windows["ToR down"] = (start, start + args.down_for)
+    last = max(b for _, b in windows.values())
+    if args.run_for < last + 2:
+        raise TestbedError(f"--run-for must outlast the failures by 2 s or more: use --run-for {last + 5:g}")
+    ranks = len(place(ALLREDUCE, topo)[1])
+    at_least(args.bytes, ELEMENT_BYTES * ranks, "--bytes", f" ({ELEMENT_BYTES} per rank)")
+    check_sweep([args.bytes], ranks, 2, topo.bytes_per_s, 0, 1)
+    if not 1 <= args.streams <= 16:
+        raise TestbedError(f"--streams must be between 1 and 16 (got {args.streams})")
+    return Plan([topo, baseline], args.mtu, windows, args.flap, args.run_for, args.stall_limit, args.bytes,
+                args.streams)
+
+
+def victims(topo, hosts):
+    """The NIC-ToR link of rank 0's NIC, port 0, and that port's ToR."""
+    nic = topo.hosts[hosts[0]].ports[0]
+    tor, port = topo.attachment(nic)
+    return topo.link_at(tor, port), tor
+
+
+def reactions(log_path, done):
+    """Seconds from each event to the controller's having sent the new rules: the port status's
+    arrival (the first of the event's switch ports the controller logged) plus its planning time;
+    None where it logged no reaction within 2 s."""
+    seen = [(name, int(port), state == "up", float(t) + float(ms) / 1000) for name, port, state, t, ms in
+            re.findall(r"port (\S+):(\d+) (down|up) at (\d+\.\d+):.* in (\d+\.\d+) ms", log_path.read_text())]
+    out = []
+    for event in done:
+        times = [t for name, port, up, t in seen if (name, port) in set(event.ports) and up == event.up
+                 and event.wall - 0.05 <= t <= event.wall + 2]
+        out.append(round(min(times) - event.wall, 4) if times else None)
+    return out
+
+
+def run_form(topo, plan, folder, keep):
+    """One fabric's run: the fabric check, then iterations under the failure timeline."""
+    schedule, hosts = place(ALLREDUCE, topo)
+    link, tor = victims(topo, hosts)
+    with Emulation(topo, routing.plan(topo, "ecmp"), folder, mtu=plan.mtu) as emu:
+        check = fabric_check.check(emu)
+        print("\n".join(fabric_check.report(check, emu)))
+        events = []
+        if "link down" in plan.windows:
+            a, b = plan.windows["link down"]
+            events += link_failure(emu, link, a, b - a, plan.flap)
+        if "ToR down" in plan.windows:
+            a, b = plan.windows["ToR down"]
+            events += switch_failure(emu, tor, a, b - a, plan.flap)
+        addresses, launch = emulation_launcher(emu, hosts)
+        count = plan.size // ELEMENT_BYTES
+        with Coordinator(schedule.name, addresses, launch, timeout=plan.stall_limit, pacing=topo.bytes_per_s,
+                         streams=plan.streams, label=ALLREDUCE) as ranks:
+            ranks.iterate(count, 0, timeout=120)      # warmup: connections and windows
+            with CpuMonitor() as cpu, Timeline(events) as timeline:
+                iterations, error = ranks.run_for(count, plan.run_for, timeout=plan.stall_limit + 60)
+                ended = time.monotonic()
+        react = reactions(folder / "controller.log", timeline.done)
+    rows, summary = failure_timeline(iterations, plan.windows, timeline.start, ended, plan.size, len(hosts),
+                                     topo.rate)
+    if error:
+        down = [event.what for event in timeline.done if not event.up]
+        summary["stopped"] = f"{error} (while {down[-1][:-5] if down else 'nothing'} was down)"
+    summary.update(cpu.result(), fabric=topo.name, fabric_check_pass=fabric_check.passed(check),
+                   controller_reaction_s=react, events=[[round(e.monotonic - timeline.start, 3), e.what]
+                                                        for e in timeline.done],
+                   event_error=timeline.error)
+    for row in rows:
+        keep(dict(row, fabric=topo.name))
+    return rows, summary
+
+
+def report(summary, windows):
+    lines = [f"  {summary['fabric']}: {summary['iterations']} iterations, longest stall "
+             f"{summary['longest_stall_s']} s, #wrong {summary['wrong']}"]
+    for name in windows:
+        cell = summary.get(name, {})
+        lines.append(f"    {name:9s} throughput during {fraction(cell.get('during_over_before'))} of before, "
+                     f"after {fraction(cell.get('after_over_before'))}")
+    if summary.get("stopped"):
+        lines.append(f"    the job stopped: {summary['stopped']}")
+    seen = [1000 * r for r in summary["controller_reaction_s"] if r is not None]
+    if seen:
+        missed = sum(1 for r in summary["controller_reaction_s"] if r is None)
+        lines.append(f"    the controller had sent its new rules {min(seen):.1f}-{max(seen):.1f} ms after each event"
+                     + (f"; it logged no reaction to {missed} events" if missed else ""))
+    lines.append(f"    {describe(summary)}")
+    return lines
+
+
+def fraction(value):
+    return "-" if value is None else f"{value:.2f}"
+
+
+def run(plan, results):
+    print(f"# {NAME}: {ALLREDUCE} allreduce of {plan.size} B, {plan.streams} connections per peer, back to back "
+          f"for {plan.run_for:g} s; failures: " + ", ".join(f"{n} {a:g}-{b:g} s" for n, (a, b) in plan.windows.items())
+          + (f", flapping every {plan.flap:g} s" if plan.flap else ""))
+    about = {"scenario": NAME, "windows": plan.windows, "flap": plan.flap, "stall_limit": plan.stall_limit,
+             "size": plan.size, "forms": {}}
+    with results.outcome("dual_tor_failover.json", about):
+        timelines = {}
+        for form in plan.forms:
+            print(f"\n## {form.describe()}")
+            rows, summary = run_form(form, plan, results / form.spec.replace(":", "_").replace(",", "-"),
+                                     lambda row: results.append("iterations.csv", row))
+            about["forms"][form.name] = summary
+            timelines[form.name] = rows
+            print("\n".join(report(summary, plan.windows)))
+    print("\nsummary (dual-ToR, then the single-ToR baseline):")
+    for summary in about["forms"].values():
+        print("\n".join(report(summary, plan.windows)))
+    results.figure("timeline.png", figures.failure_timeline, timelines, plan.windows)
+    print(results.listing())
+    dual = about["forms"][plan.forms[0].name]
+    return 0 if all(s["wrong"] == 0 for s in about["forms"].values()) and not dual.get("stopped") else 1
