@@ -2,8 +2,9 @@
 
     sudo .venv/bin/python -m bench.forwarding_capacity [--out FILE] [--duration S]
 
-Two patterns: 16 flows through one switch (LeafSpine with one leaf), and BiGraph(2, 8)'s 16
-contention-free flows over 2-3 switches. Writes JSON: one row per (pattern, MTU, per-flow rate).
+Three patterns: 16 flows through one switch (LeafSpine with one leaf), BiGraph(2, 8)'s 16
+contention-free flows over 2-3 switches, and BiGraph(4, 16)'s 64 (EFLOPS' own scale). Writes
+JSON: one row per (pattern, MTU, per-flow rate).
 """
 import argparse
 import sys
@@ -18,14 +19,15 @@ from testbed.fidelity.verdict import describe
 from testbed.report.folder import RESULTS_ROOT, RunFolder
 from testbed.topology import BiGraph, LeafSpine
 
-PATTERNS = {
-    "one_switch_16_flows": (lambda rate: LeafSpine(1, 1, 16, rate=rate), [25, 50, 100]),
-    "bigraph_2_8_16_flows": (lambda rate: BiGraph(2, 8, rate=rate), [5, 10, 20, 40]),
+PATTERNS = {    # name: (fabric at a rate, rates per flow, MTUs)
+    "one_switch_16_flows": (lambda rate: LeafSpine(1, 1, 16, rate=rate), [25, 50, 100], (1500, 9000)),
+    "bigraph_2_8_16_flows": (lambda rate: BiGraph(2, 8, rate=rate), [5, 10, 20, 40], (1500, 9000)),
+    "bigraph_4_16_64_flows": (lambda rate: BiGraph(4, 16, rate=rate), [2, 3, 4, 5], (9000,)),
 }
 
 
 def measure(pattern, mtu, rate, duration):
-    make, _ = PATTERNS[pattern]
+    make, _, _ = PATTERNS[pattern]
     topo = make(rate)
     plan = routing.plan(topo)
     with tempfile.TemporaryDirectory() as tmp, \
@@ -43,10 +45,12 @@ def main(argv):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=str(RESULTS_ROOT / "bench" / "forwarding_capacity.json"))
     parser.add_argument("--duration", type=int, default=5)
+    parser.add_argument("--patterns", default=",".join(PATTERNS), help="comma-separated, from " + ", ".join(PATTERNS))
     args = parser.parse_args(argv)
     rows = []
-    for pattern, (_, rates) in PATTERNS.items():
-        for mtu in (1500, 9000):
+    for pattern in args.patterns.split(","):
+        _, rates, mtus = PATTERNS[pattern]
+        for mtu in mtus:
             for rate in rates:
                 t = time.monotonic()
                 row = measure(pattern, mtu, rate, args.duration)

@@ -7,8 +7,10 @@ from scenarios import (
     hpn7_planes,
     hpn7_rails,
     incast,
+    server_nics,
+    training_scaling,
 )
 
 SCENARIOS = {m.NAME: m for m in (bigraph_allreduce, fabric_check, ecmp_collisions, incast, hpn7_planes, hpn7_rails,
-                                 dual_tor_failover)}
+                                 dual_tor_failover, server_nics, training_scaling)}
 DEFAULT = bigraph_allreduce.NAME

@@ -12,6 +12,7 @@ from testbed import routing
 from testbed.collectives import sweep
 from testbed.emulation.network import Emulation
 from testbed.fidelity import fabric_check
+from testbed.fidelity.model import idle_step_us
 from testbed.programs.rank import EAGER_LIMIT
 from testbed.report import figures
 
@@ -28,7 +29,7 @@ def add_arguments(parser):
     parser.add_argument("--max-bytes", type=int, default=1 << 20, help="largest message (default %(default)s)")
     parser.add_argument("--factor", type=int, default=4, help="size multiplier per step (default %(default)s)")
     parser.add_argument("--warmup", type=int, default=1, help="untimed iterations per size (default %(default)s)")
-    parser.add_argument("--iters", type=int, default=5,
+    parser.add_argument("--iters", type=int, default=10,
                         help="timed iterations per size, at least (small sizes get more; default %(default)s)")
     parser.add_argument("--eager-limit", type=int, default=EAGER_LIMIT,
                         help="larger messages wait for the receiver's clear-to-send; a huge value sends "
@@ -73,11 +74,13 @@ def run(plan, results):
             about["datapath"] = emu.datapath
             about["fidelity"] = check = fabric_check.check(emu)
             print("\n" + "\n".join(fabric_check.report(check, emu)))
+            about["idle_step_us"] = idle = idle_step_us(emu)
+            print(f"  idle step latency  {idle:.0f} us per step of a 1 KiB allreduce between the farthest hosts")
             print(f"\n# {NAME}: {topo.name}, {len(topo.hosts)} ranks, links {topo.rate:g} Mbit/s "
                   f"= {topo.rate / 8:g} MB/s, MTU {plan.mtu}, OVS {emu.datapath}space, "
                   f"warmup {plan.warmup}, iters {plan.iters}, eager limit {plan.eager_limit} B")
             rows = sweep.run_sweep(emu, plan.placed, plan.sizes, plan.warmup, plan.iters,
-                                   eager_limit=plan.eager_limit, on_row=keep)
+                                   eager_limit=plan.eager_limit, on_row=keep, idle_step_us=idle)
         cmp = about["summary"] = sweep.compare_variants(rows)
         cmp["fidelity_pass"] = fabric_check.passed(check)
         about["seconds"] = round(time.monotonic() - started, 1)

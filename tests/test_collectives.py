@@ -83,3 +83,13 @@ def test_placement_refusals():
         place("hd", BiGraph(3, 4))
     with pytest.raises(TestbedError, match="unknown allreduce"):
         place("tree", BiGraph(2, 8))
+
+
+@pytest.mark.parametrize("m,n", [(1, 8), (2, 8), (4, 8)])
+def test_server_grouped_ring_leaves_each_server_once_without_sharing(m, n):
+    topo = BiGraph(m, n)
+    _, hosts = place("ring_grouped", topo)
+    servers = [topo.hosts[h].server for h in hosts]
+    assert sum(1 for a, b in zip(servers, servers[1:] + servers[:1]) if a != b) == n
+    assert sorted(hosts) == sorted(topo.hosts)
+    assert max(max_load_per_step("ring_grouped", topo)) == 1

@@ -7,6 +7,7 @@ import pytest
 
 from testbed.collectives.coordinator import AllreduceError, Coordinator, loopback_launcher
 from testbed.collectives.schedules import ALGORITHMS
+from testbed.emulation.programs import free_port
 from testbed.programs.rank import starts_flow
 
 
@@ -54,7 +55,9 @@ def test_paced_connections_hold_the_pacing_rate():
     """2 ranks, Ring: each sends 2 x 256 KiB; paced at 2 MB/s that takes at least ~0.26 s, where
     loopback alone takes milliseconds. Achieved against configured rate, measured in this run."""
     pacing, count = 2e6, 128 * 1024          # elements: 512 KiB of float32, half per Ring step
-    addresses, launch = loopback_launcher(2)
+    _, launch = loopback_launcher(2)
+    # Ranks pace only towards peers on another host, that is another address: 127.0.0.1 and .2.
+    addresses = [(f"127.0.0.{r + 1}", free_port()) for r in range(2)]
     with Coordinator("ring", addresses, launch, timeout=10, pacing=pacing) as coordinator:
         times, wrong = coordinator.run(count, iterations=1)
     assert wrong == 0

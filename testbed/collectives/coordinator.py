@@ -29,8 +29,12 @@ def loopback_launcher(ranks):
 
 
 def emulation_launcher(emu, hosts, port=7000):
-    """(addresses, launch) for rank r inside host hosts[r], on its first NIC port."""
-    addresses = [(ip, port) for ip in rank_ips(emu.topo, hosts)]
+    """(addresses, launch) for rank r inside host hosts[r], on its first NIC port; ranks that share
+    a host (a server's accelerators behind one NIC) listen on ports port, port + 1, ..."""
+    addresses, taken = [], {}
+    for host, ip in zip(hosts, rank_ips(emu.topo, hosts)):
+        taken[host] = taken.get(host, -1) + 1
+        addresses.append((ip, port + taken[host]))
 
     def launch(rank, config, inbox):
         return emu.program(hosts[rank], "rank", config, name=f"rank {rank} ({hosts[rank]})", inbox=inbox)
@@ -75,19 +79,25 @@ class Coordinator:
         except ProgramError as e:
             raise AllreduceError(str(e)) from None
 
-    def iterate(self, count, iteration, timeout):
-        """One barrier-synchronised allreduce: its time, #wrong, and when each step ended (the
-        last rank's end, from the iteration's start): the view that shows a straggling flow."""
+    def iterate(self, count, iteration, timeout, repeat=1, compute_s=0.0):
+        """`repeat` allreduces back to back, as one batch; each one's time runs from the end of the
+        one before (from the first rank's start, for the first) to its last rank's end, on the
+        machine-wide monotonic clock. Returns the batch's start and end, every allreduce's time,
+        #wrong over all, and when each step of the first ended (the last rank's end, from the
+        batch's start): the view that shows a straggling flow. compute_s: seconds each rank spends
+        before each allreduce (a training step's modelled computation)."""
         for rank in self.ranks:
             try:
-                rank.send(count=count, iteration=iteration)
+                rank.send(count=count, iteration=iteration, repeat=repeat, compute_s=compute_s)
             except ProgramError as e:
                 raise AllreduceError(f"{self.label}: {e}") from None
-        replies = self._collect("iteration", timeout)
-        start, end = min(r["t0"] for r in replies), max(r["t1"] for r in replies)
+        replies = self._collect("iteration", (timeout + compute_s) * repeat)
+        start = min(r["t0"] for r in replies)
+        ends = [max(column) for column in zip(*(r["ends"] for r in replies))]
         # step i of the collective ends when its last rank ends it
-        step_ends = [max(ends) - start for ends in zip(*(r["steps"] for r in replies))]
-        return {"time": end - start, "start": start, "end": end, "step_ends": step_ends,
+        step_ends = [max(column) - start for column in zip(*(r["steps"] for r in replies))]
+        return {"start": start, "end": ends[-1], "time": ends[-1] - start,
+                "times": [b - a for a, b in zip([start] + ends, ends)], "step_ends": step_ends,
                 "wrong": sum(r["wrong"] for r in replies)}
 
     def run_for(self, count, seconds, timeout=120.0, on_iteration=None):
@@ -128,6 +138,8 @@ class Coordinator:
         return results
 
     def run(self, count, iterations, warmup=1, timeout=120.0):
-        """Times (s) of the timed iterations and the total #wrong over all of them, warmup included."""
-        results = [self.iterate(count, i, timeout) for i in range(warmup + iterations)]
-        return [r["time"] for r in results[warmup:]], sum(r["wrong"] for r in results)
+        """Times (s) of the timed iterations, run back to back as one batch after the warmup's, and
+        the total #wrong over all of them, warmup included."""
+        wrong = self.iterate(count, 0, timeout, repeat=warmup)["wrong"] if warmup else 0
+        timed = self.iterate(count, 1, timeout, repeat=iterations)
+        return timed["times"], wrong + timed["wrong"]

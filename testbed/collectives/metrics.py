@@ -12,13 +12,17 @@ def bandwidths(size_bytes, seconds, ranks):
 
 
 def result_row(algorithm, size_bytes, times, wrong, ranks, link_mbit):
-    """One row of the nccl-tests-style table, from the timed iterations (median time)."""
-    median = float(np.median(times))
-    algbw, busbw = bandwidths(size_bytes, median, ranks)
+    """One row of the nccl-tests-style table from the timed iterations: the mean time (nccl-tests'
+    figure, from which algbw and busbw come), the median and the 99th percentile. busbw above the
+    link rate cannot happen on a faithful link: such a row is marked (above_link)."""
+    mean = float(np.mean(times))
+    algbw, busbw = bandwidths(size_bytes, mean, ranks)
+    over = busbw * 8 / (link_mbit * 1e6)
     return {"algorithm": algorithm, "size": size_bytes, "count": size_bytes // ELEMENT_BYTES,
-            "time_us": round(median * 1e6, 1), "p99_us": round(float(np.percentile(times, 99)) * 1e6, 1),
+            "time_us": round(mean * 1e6, 1), "median_us": round(float(np.median(times)) * 1e6, 1),
+            "p99_us": round(float(np.percentile(times, 99)) * 1e6, 1), "iterations": len(times),
             "algbw_MBps": round(algbw / 1e6, 4), "busbw_MBps": round(busbw / 1e6, 4),
-            "busbw_over_link": round(busbw * 8 / (link_mbit * 1e6), 3), "wrong": wrong}
+            "busbw_over_link": round(over, 3), "above_link": over > 1.0, "wrong": wrong}
 
 
 def phase_of(t, spans):
@@ -57,3 +61,28 @@ def failure_timeline(iterations, windows, started, ended, size, ranks, link_mbit
         following = spans[k + 1][1][0] if k + 1 < len(spans) else last
         summary[name] = {"during_over_before": relative(rate(a, b)), "after_over_before": relative(rate(b, following))}
     return rows, summary
+
+
+REFERENCE = {"link_gbit": 100.0, "step_us": 5.0}   # a real fabric to scale emulated sizes to
+
+
+def hockney(rows, ranks, steps):
+    """The alpha-beta (Hockney) model fitted to one algorithm's sweep, t = steps * alpha +
+    2n(p-1)/p * beta (least squares on the relative error, so small and large sizes count alike):
+    alpha, the time per step, and beta, the time per byte of the bandwidth term; None with fewer
+    than two sizes."""
+    if len({r["size"] for r in rows}) < 2:
+        return None
+    t = np.array([r["time_us"] / 1e6 for r in rows])
+    x = np.array([2 * r["size"] * (ranks - 1) / ranks for r in rows])
+    (a, b), *_ = np.linalg.lstsq(np.stack([1 / t, x / t], axis=1), np.ones(len(t)), rcond=None)
+    return {"alpha_us": round(a / steps * 1e6, 1), "beta_ns_per_byte": round(b * 1e9, 2),
+            "fitted_mbit": round(8 / b / 1e6, 2) if b > 0 else None, "steps": steps}
+
+
+def real_size(size, fit, reference=REFERENCE):
+    """The message size on the reference fabric whose bandwidth term bears the same ratio to its
+    latency term as `size` does here: the emulation scales bandwidth by four orders of magnitude
+    but its per-step latency by far less, so an emulated size stands for a larger real one."""
+    beta_ref = 8 / (reference["link_gbit"] * 1e9)
+    return size * (fit["beta_ns_per_byte"] * 1e-9 / beta_ref) * (reference["step_us"] / fit["alpha_us"])

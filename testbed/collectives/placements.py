@@ -35,6 +35,15 @@ def alternating_layers(topo):
     return hosts
 
 
+def server_grouped(topo):
+    """A ring that visits BiGraph's servers (switches) alternating layers, U0, L0, U1, L1 ..., and
+    each server's endpoints one after another: it leaves a server once, so a server's NIC (or
+    NICs) carries one flow per step, and consecutive servers are one hop apart."""
+    topo = _bigraph(topo, "the server-grouped ring")
+    order = [x for i in range(topo.half) for x in (i, topo.half + i)]
+    return [topo.host_at(x, j).name for x in order for j in range(topo.m)]
+
+
 def hdrm(topo):
     """EFLOPS' rank mapping. With K = n/2 and rank r = j*n + x (0 <= x < n, 0 <= j < m), i = x >> 1:
     popcount(r) even -> Upper switch (i + j) mod K, port j; odd -> Lower switch K + i, port j."""
@@ -71,9 +80,16 @@ def cross_segment(topo):
     return [topo.host_at(s, h, r).name for r in range(topo.rails) for h in range(topo.servers) for s in (0, 1)]
 
 
+def on_shared_nics(eflops, shared, hosts):
+    """A placement on BiGraph servers with a NIC per accelerator (one server per switch) moved to
+    the same servers with one NIC for all: each rank to the one host of its accelerator's server."""
+    return [shared.host_at(eflops.hosts[h].server, 0).name for h in hosts]
+
+
 VARIANTS = {
     "ring": (Ring(), rank_order),
     "ring_topo": (Ring(), alternating_layers),
+    "ring_grouped": (Ring(), server_grouped),
     "hd": (HalvingDoubling(), rank_order),
     "hdrm": (HalvingDoubling(), hdrm),
     "ring_cross_segment": (Ring(), cross_segment),

@@ -5,9 +5,10 @@ from pathlib import Path
 
 from testbed.collectives.coordinator import Coordinator, emulation_launcher
 from testbed.collectives.data import ELEMENT_BYTES
-from testbed.collectives.metrics import result_row
+from testbed.collectives.metrics import REFERENCE, hockney, real_size, result_row
 from testbed.collectives.placements import place
 from testbed.errors import TestbedError
+from testbed.fidelity.model import judge, model_us
 from testbed.fidelity.verdict import CpuMonitor, describe_all
 from testbed.report import tables
 
@@ -62,16 +63,18 @@ def place_variants(topo, variants):
     return {name: place(name, topo) for name in variants}
 
 
-def iterations_for(size, iters, link_bytes, budget=1.0, cap=50):
+def iterations_for(size, iters, link_bytes, budget=1.0, cap=200):
     """At least `iters`; small messages get more (up to `cap`, about `budget` s each), since their
-    times are ms of scheduling noise on 2 cores and a median of few is unsteady."""
+    times are a few ms, and a mean of few is unsteady on 2 cores."""
     expected = 2 * size / link_bytes + 0.02
     return max(iters, min(cap, int(budget / expected)))
 
 
-def run_sweep(emu, placed, size_list, warmup, iters, progress=print, eager_limit=None, on_row=None):
-    """Rows of nccl-tests-style results, one per (variant, size), each with its CPU verdict;
-    on_row(row) is called as each is measured."""
+def run_sweep(emu, placed, size_list, warmup, iters, progress=print, eager_limit=None, on_row=None,
+              idle_step_us=None):
+    """Rows of nccl-tests-style results, one per (variant, size), each with its verdict (see
+    fidelity.model.judge: against the model when idle_step_us is given); on_row(row) is called as
+    each is measured."""
     rows, total = [], len(placed) * len(size_list)
     link_bytes = emu.topo.bytes_per_s
     progress(tables.header())
@@ -85,7 +88,11 @@ def run_sweep(emu, placed, size_list, warmup, iters, progress=print, eager_limit
                     times, wrong = coordinator.run(size // ELEMENT_BYTES, iterations_for(size, iters, link_bytes),
                                                    warmup, timeout=timeout)
                 row = result_row(name, size, times, wrong, len(hosts), emu.topo.rate)
-                row.update(cpu.result())
+                steps = len(schedule.steps(0, len(hosts), len(hosts)))
+                row.update(ranks=len(hosts), steps=steps, step_us=round(row["time_us"] / steps, 1))
+                model = idle_step_us and model_us(schedule, hosts, emu.topo, emu.routing.routes,
+                                                  size // ELEMENT_BYTES, idle_step_us)
+                row.update(judge(row, cpu.result(), model or None))
                 rows.append(row)
                 if on_row:
                     on_row(row)
@@ -109,7 +116,20 @@ def compare_variants(rows):
            "wrong": sum(r["wrong"] for r in rows),
            "emulator_bottleneck_rows": [f"{r['algorithm']}@{r['size']}" for r in rows if r["emulator_bottleneck"]],
            "max_ovs_vswitchd_cores": max(r["ovs_vswitchd_cores"] for r in rows),
-           "emulator": describe_all(rows, lambda r: f"{r['algorithm']}@{r['size']}")}
+           "emulator": describe_all(rows, lambda r: f"{r['algorithm']}@{r['size']}"),
+           "above_link_rows": [f"{r['algorithm']}@{r['size']}" for r in rows if r.get("above_link")],
+           "small_step_us": {n: by[n, small].get("step_us") for n in names},
+           "saturated_but_near_model": [f"{r['algorithm']}@{r['size']} ({r['time_over_model']}x)" for r in rows
+                                        if r.get("cpu_saturated") and not r["emulator_bottleneck"]],
+           "time_over_model": {f"{r['algorithm']}@{r['size']}": r["time_over_model"] for r in rows
+                               if "time_over_model" in r},
+           "hockney": {}}
+    for n in names:
+        mine = [r for r in rows if r["algorithm"] == n]
+        fit = hockney(mine, mine[0].get("ranks", 0), mine[0].get("steps", 0)) if "ranks" in mine[0] else None
+        if fit and fit["alpha_us"] > 0 and fit["beta_ns_per_byte"] > 0:
+            fit["reference_size"] = {str(size): round(real_size(size, fit)) for size in (small, large)}
+        out["hockney"][n] = fit
     ratios = {}
     for a, b in RATIOS:
         if a in names and b in names:
@@ -126,5 +146,25 @@ def summary_lines(cmp):
              f"  largest ({cmp['largest_size']} B): highest busbw is {cmp['large_winner']}; busbw/link "
              + ", ".join(f"{n} {v:.2f}" for n, v in cmp["large_busbw_over_link"].items())]
     lines += [f"  {label}: {value}" for label, value in cmp["ratios"].items()]
+    lines.append(f"  per-step time at {cmp['smallest_size']} B (us): "
+                 + ", ".join(f"{n} {t:.0f}" for n, t in cmp["small_step_us"].items() if t is not None))
+    ref = REFERENCE
+    for name, fit in cmp["hockney"].items():
+        if fit and "reference_size" in fit:
+            sizes = ", ".join(f"{int(k)} B here is like {human(v)}" for k, v in fit["reference_size"].items())
+            lines.append(f"  {name}: alpha {fit['alpha_us']:.0f} us per step, beta {fit['beta_ns_per_byte']:.0f} ns/B "
+                         f"({fit['fitted_mbit']:g} Mbit/s); on {ref['link_gbit']:g} Gbit/s links at "
+                         f"{ref['step_us']:g} us per step {sizes}")
     lines += [f"  #wrong over every iteration: {cmp['wrong']}", f"  {cmp['emulator']}"]
+    if cmp.get("saturated_but_near_model"):
+        lines.append("  ran on a saturated CPU, but within the model's slack (1.5x the idle fabric's step latency, "
+                     "or 0.9 of the link rate with its sharing; so measured, not made by contention): "
+                     + ", ".join(cmp["saturated_but_near_model"]))
     return lines
+
+
+def human(size):
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if size >= scale:
+            return f"{size / scale:.0f} {unit}"
+    return f"{size:.0f} B"

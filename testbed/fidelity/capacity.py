@@ -47,6 +47,16 @@ def capacity(mtu, datapath="user"):
     return USERSPACE_CAPACITY_MBIT[9000 if mtu >= 9000 else 1500]
 
 
+def largest_faithful_ranks(rate, mtu, datapath="user"):
+    """The most ranks (a power of two, one NIC each) whose traffic this machine forwards faithfully
+    at `rate` Mbit/s per NIC."""
+    limit = capacity(mtu, datapath)
+    if limit is None:      # no limit measured for this datapath
+        return 1 << 8
+    most = int(limit // rate)
+    return 1 << (most.bit_length() - 1) if most >= 2 else 0
+
+
 def check_rate(topo, mtu, datapath="user"):
     """Refuse a load the emulator cannot carry faithfully."""
     cap = capacity(mtu, datapath)

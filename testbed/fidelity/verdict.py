@@ -51,7 +51,10 @@ class CpuMonitor:
 
 
 def flag(result):
-    """The verdict as a table column."""
+    """The verdict as a table column: ABOVE-LINK for a result faster than the link allows (an idle
+    shaped link lets a burst through at once), BOTTLENECK when the emulator's CPU was saturated."""
+    if result.get("above_link"):
+        return "ABOVE-LINK"
     return "BOTTLENECK" if result["emulator_bottleneck"] else "ok"
 
 
@@ -65,8 +68,15 @@ def describe(result):
 def describe_all(results, label):
     """The verdict over many measurements; label(result) names one in the list of bound ones."""
     bound = [label(r) for r in results if r["emulator_bottleneck"]]
+    above = [label(r) for r in results if r.get("above_link")]
     if bound:
-        return (f"emulator WAS the bottleneck (CPU saturated) in {', '.join(bound)}: those figures include "
+        why = "slower than the model allows" if any("time_over_model" in r for r in results) else "CPU saturated"
+        said = (f"emulator WAS the bottleneck ({why}) in {', '.join(bound)}: those figures include "
                 "the emulator's own delay")
-    peak = max((r["ovs_vswitchd_cores"] for r in results), default=0.0)
-    return f"emulator was not the bottleneck (ovs-vswitchd at most {peak:.2f} cores)"
+    else:
+        peak = max((r["ovs_vswitchd_cores"] for r in results), default=0.0)
+        said = f"emulator was not the bottleneck (ovs-vswitchd at most {peak:.2f} cores)"
+    if above:
+        said += (f"; busbw above the link rate, which no faithful link allows, in {', '.join(above)}: an idle "
+                 "shaped link passed a burst at once")
+    return said

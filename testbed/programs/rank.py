@@ -4,8 +4,10 @@ Opens one TCP connection to each peer its schedule needs, for sending, and accep
 for receiving: data never flows both ways on one connection, where its ACKs would queue behind the
 other direction's data (measured: HD's 1 MiB exchanges fell to 0.77 of the link rate); only a
 one-byte clear-to-send goes back, for messages above the eager limit. Then says {"ready": true}
-on stdout, then runs one allreduce for each {"count", "iteration"} line on stdin and answers
-{"iteration", "t0", "t1", "steps", "wrong"}, until stdin closes. Any failure, including a peer
+on stdout, then for each {"count", "iteration", "repeat", "compute_s"} line on stdin runs `repeat`
+allreduces back to back, each after compute_s seconds of modelled computation (none by default), and
+answers {"iteration", "t0", "ends" (one per allreduce), "steps" (the first one's step
+ends), "wrong" (over all of them)}, until stdin closes. Any failure, including a peer
 that sends nothing for `timeout` seconds, ends it with {"error": ...}. The inputs and the check
 against numpy's sum are in ``testbed.collectives.data``.
 """
@@ -28,8 +30,10 @@ CLEAR_TO_SEND = b"\x01"
 # rank that is a step ahead shares links with the tail of its receiver's current step, which HD's
 # mapping keeps apart only within a step, and the delay passes on along HD's step dependencies
 # (HDRM at 1 MiB on 16 ranks, 10 Mbit/s: iterations took 1.6 s, or 1.9-2.4 s after such an
-# overlap; with rendezvous, 1.60 s in 23 of 24).
-EAGER_LIMIT = 64 << 10
+# overlap; with rendezvous, 1.60 s in 23 of 24). Since ovs-vswitchd forwards faster (tcmalloc),
+# eager messages of 16-64 KiB did it too: HDRM at 256 KiB took 0.54 s with a limit of 64 KiB, 0.40
+# s with 4 KiB; a message of one or two frames gains nothing from waiting.
+EAGER_LIMIT = 4 << 10
 
 
 class PeerError(RuntimeError):
@@ -63,13 +67,14 @@ class Rank:
         self.out, self.inc = {}, {}     # peer -> [socket per stream]
         self._incoming = {}             # socket -> the peer it receives from
 
-    def _tune(self, sock):
-        if self.pacing:
+    def _tune(self, sock, peer):
+        if self.pacing and self.addresses[peer][0] != self.addresses[self.rank][0]:
             # Pace at the link rate, as an RDMA NIC paces a queue pair. Unpaced, TCP's window beyond
             # the path's capacity waits in the switch queues, whose links all run at the same rate
             # and so never drain them: round trips grew to 50-110 ms and HD's dependent steps
             # waited on each other (HDRM at 1 MiB, median of 10 iterations in 3 runs each: 2.03-2.53 s
-            # unpaced, 1.72-2.22 s paced).
+            # unpaced, 1.72-2.22 s paced). A peer on the same host (a server's accelerators, which
+            # share its NIC) is reached inside the host, unshaped and unpaced, as over PCIe or NVLink.
             sock.setsockopt(socket.SOL_SOCKET, SO_MAX_PACING_RATE, int(self.pacing))
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.sockbuf)
@@ -85,7 +90,7 @@ class Rank:
             for stream in range(self.streams):
                 while True:
                     sock = socket.socket()
-                    self._tune(sock)
+                    self._tune(sock, peer)
                     try:
                         sock.connect(self.addresses[peer])
                         break
@@ -104,9 +109,9 @@ class Rank:
                 sock, _ = listener.accept()
             except TimeoutError:
                 raise PeerError(f"rank {self.rank}: peers did not all connect within {self.timeout} s") from None
-            self._tune(sock)
             sock.settimeout(self.timeout)
             peer, stream = struct.unpack("!II", self._recv_exact(sock, 8))
+            self._tune(sock, peer)
             self.inc[peer][stream] = sock
         listener.close()
         self._incoming = {sock: peer for peer, socks in self.inc.items() for sock in socks}
@@ -153,6 +158,8 @@ class Rank:
             sending = _stripes(message, self.out[s.send_to])
             rendezvous = len(message) > self.eager_limit and starts_flow(steps, i, "send_to")
             await_cts = set(sending) if rendezvous else set()
+            for sock in [sock for sock in sending if sock not in await_cts]:
+                self._send_some(sock, sending, s.send_to)      # a non-blocking send needs no select first
             while sending or left[i]:
                 reading = [sock for sock, queue in posted.items() if queue] + list(await_cts)
                 ready = [sock for sock in sending if sock not in await_cts]
@@ -250,11 +257,19 @@ def main(config):
                                    np.empty(count, dtype=DTYPE),
                                    [np.empty(s.recv[1] - s.recv[0], dtype=DTYPE) for s in steps], steps)
             data, expected, buf, staging, steps = prepared[count]
-            np.copyto(buf, data)
-            t0 = time.monotonic()
-            ends = rank.allreduce(buf, staging, steps)
-            say(iteration=cmd["iteration"], t0=t0, t1=ends[-1] if ends else t0, steps=ends,
-                wrong=int(np.count_nonzero(buf != expected)))
+            # A batch runs back to back, as nccl-tests launches its iterations: a rank that is done
+            # starts the next at once; the data of each connection stays in order, so iterations
+            # never mix. The first iteration's step ends show a straggling flow.
+            t0, ends, first, wrong = time.monotonic(), [], None, 0
+            for _ in range(cmd.get("repeat", 1)):
+                if cmd.get("compute_s"):        # a training step's modelled computation, before its allreduce
+                    time.sleep(cmd["compute_s"])
+                np.copyto(buf, data)
+                step_ends = rank.allreduce(buf, staging, steps)
+                first = first or step_ends
+                ends.append(step_ends[-1] if step_ends else time.monotonic())
+                wrong += int(np.count_nonzero(buf != expected))
+            say(iteration=cmd["iteration"], t0=t0, ends=ends, steps=first, wrong=wrong)
     except (PeerError, OSError) as e:
         say(error=str(e))
         return 1

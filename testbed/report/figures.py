@@ -12,11 +12,11 @@ def _pyplot():
     return plt
 
 
-def busbw_by_size(rows, path, link_mbit):
-    """busbw / link rate against message size, one line per algorithm."""
+def busbw_by_size(rows, path, link_mbit, series=lambda row: row["algorithm"]):
+    """busbw / link rate against message size, one line per algorithm (or per series(row))."""
     fig, ax = _pyplot().subplots(figsize=(7, 4.5))
-    for name in dict.fromkeys(r["algorithm"] for r in rows):
-        mine = sorted((r["size"], r["busbw_over_link"]) for r in rows if r["algorithm"] == name)
+    for name in dict.fromkeys(series(r) for r in rows):
+        mine = sorted((r["size"], r["busbw_over_link"]) for r in rows if series(r) == name)
         ax.plot([s for s, _ in mine], [b for _, b in mine], marker="o", label=name)
     ax.set_xscale("log", base=2)
     ax.set_xlabel("message size (bytes)")
@@ -157,5 +157,23 @@ def busbw_by_case(rows, path):
     ax.set_xticklabels(cases)
     ax.set_ylabel("busbw / NIC capacity (2 ports)")
     ax.grid(alpha=0.3, axis="y")
+    ax.legend()
+    _save(fig, path)
+
+
+def linear_ratio(rows, base_ranks, path):
+    """The linear-scaling ratio against rank count, one line per system. rows: system, ranks,
+    linear_ratio."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for system in dict.fromkeys(r["system"] for r in rows):
+        mine = sorted((r["ranks"], r["linear_ratio"]) for r in rows if r["system"] == system)
+        ax.plot([n for n, _ in mine], [v for _, v in mine], marker="o", label=system)
+    ax.axhline(1.0, color="grey", linewidth=0.5)
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("ranks (N)")
+    ax.set_ylabel(f"throughput(N) / ((N/{base_ranks}) x throughput({base_ranks}))")
+    ax.set_ylim(0, 1.15)
+    ax.grid(alpha=0.3)
     ax.legend()
     _save(fig, path)

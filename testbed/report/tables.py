@@ -1,9 +1,10 @@
 """The nccl-tests-style table: one row per (algorithm, size), printed as it is measured."""
 from testbed.fidelity.verdict import flag
 
-COLUMNS = [("algorithm", "11s"), ("size", "9d"), ("count", "8d"), ("time_us", "11.1f"), ("p99_us", "11.1f"),
-           ("algbw_MBps", "10.3f"), ("busbw_MBps", "10.3f"), ("busbw_over_link", "10.2f"), ("wrong", "7d")]
-HEADINGS = ["algorithm", "size(B)", "count", "time(us)", "p99(us)", "algbw(MB/s)", "busbw(MB/s)",
+COLUMNS = [("algorithm", "11s"), ("size", "9d"), ("count", "8d"), ("time_us", "11.1f"), ("median_us", "11.1f"),
+           ("p99_us", "11.1f"), ("algbw_MBps", "10.3f"), ("busbw_MBps", "10.3f"), ("busbw_over_link", "10.2f"),
+           ("wrong", "7d")]
+HEADINGS = ["algorithm", "size(B)", "count", "time(us)", "median(us)", "p99(us)", "algbw(MB/s)", "busbw(MB/s)",
             "busbw/link", "#wrong"]
 
 

@@ -1,6 +1,8 @@
 """HPN7's bonded dual-port NIC on real packets: one address on both ports, flows spread over both by
 the host's layer-3+4 hash, a flow kept on its port, a port whose link is down carrying none while
 the controller routes around it."""
+import time
+
 import pytest
 
 from testbed import routing
@@ -21,8 +23,15 @@ def fabric(tmp_path_factory):
 
 
 def sent_per_port(emu, host, flows):
-    """Bytes each NIC port of host sent while flows() ran."""
-    before = [emu.counters(nic)["tx_bytes"] for nic in host.ports]
+    """Bytes each NIC port of host sent while flows() ran, counted from the moment the ports are idle
+    (a previous test's queues may still be draining)."""
+    before = None
+    for _ in range(50):
+        now = [emu.counters(nic)["tx_bytes"] for nic in host.ports]
+        if now == before:
+            break
+        before = now
+        time.sleep(0.2)
     result = flows()
     return [emu.counters(nic)["tx_bytes"] - b for nic, b in zip(host.ports, before)], result
 

@@ -1,0 +1,126 @@
+"""Servers of 4 accelerators: EFLOPS' one NIC per accelerator against the common server whose 4
+accelerators share one NIC, on the same BiGraph switches, at the same per-NIC rate.
+
+The shared-NIC server is one emulated host running its 4 ranks, with one link to its switch: the 4
+ranks' traffic leaves through the one NIC and its one queue, as accelerators behind a PCIe switch
+share a NIC; ranks of one server reach each other inside the host, unshaped, as over PCIe or NVLink.
+(A "server switch" with 4 hosts behind it would send that intra-server traffic through an emulated
+switch, and cost ovs-vswitchd a port per accelerator more, for nothing the comparison needs.) Each
+algorithm places its ranks as on EFLOPS' servers, and a rank that would sit on a server's
+accelerator j sits on that server's one host. busbw is per accelerator (per rank), as nccl-tests'.
+ring_grouped is the Ring a library would choose for such servers: a server's accelerators one after
+another, and servers alternating BiGraph's layers, so that the ring leaves each server once.
+"""
+from dataclasses import dataclass
+
+from scenarios.common import add_fabric_arguments, at_least, counts, fabric, names
+from testbed import routing
+from testbed.collectives import sweep
+from testbed.collectives.placements import on_shared_nics
+from testbed.emulation.network import Emulation
+from testbed.errors import TestbedError
+from testbed.fidelity import fabric_check
+from testbed.fidelity.model import idle_step_us
+from testbed.fidelity.verdict import describe_all
+from testbed.report import figures
+from testbed.topology import BiGraph
+
+NAME = "server_nics"
+HELP = "BiGraph servers of 4 accelerators: one NIC per accelerator (EFLOPS) against one NIC shared by all 4"
+ALGORITHMS = ("ring_grouped", "ring", "ring_topo", "hd", "hdrm")
+PER_SERVER = 4
+
+
+def add_arguments(parser):
+    add_fabric_arguments(parser, topology="bigraph:4,8")
+    parser.add_argument("--algorithms", default="ring_grouped,hd,hdrm", help="comma-separated, from "
+                        + ", ".join(ALGORITHMS) + " (default %(default)s)")
+    parser.add_argument("--sizes", default="1024,65536,1048576", help="message sizes in bytes (default %(default)s)")
+    parser.add_argument("--iters", type=int, default=5,
+                        help="timed iterations per size, at least (default %(default)s)")
+
+
+@dataclass
+class Plan:
+    forms: dict           # {"nic per accelerator": BiGraph(4, n), "shared nic": BiGraph(1, n)}
+    mtu: int
+    placed: dict          # {form: {algorithm: (schedule, hosts)}}
+    sizes: list
+    iters: int
+
+    @property
+    def fabrics(self):
+        return list(self.forms.values())
+
+
+def prepare(args):
+    eflops = fabric(args)
+    if not isinstance(eflops, BiGraph) or eflops.m != PER_SERVER:
+        raise TestbedError(f"{NAME} needs BiGraph servers of {PER_SERVER} accelerators, one per switch "
+                           f"(got {eflops.name}): use --topology bigraph:{PER_SERVER},n")
+    shared = BiGraph(1, eflops.n, eflops.c, rate=eflops.rate, queue=eflops.queue)
+    algorithms = names(args.algorithms, "--algorithms", ALGORITHMS)
+    placed = {"nic per accelerator": sweep.place_variants(eflops, algorithms), "shared nic": {}}
+    for name, (schedule, hosts) in placed["nic per accelerator"].items():
+        placed["shared nic"][name] = (schedule, on_shared_nics(eflops, shared, hosts))
+    sizes = sorted(set(counts(args.sizes, "--sizes")))
+    for size in sizes:
+        at_least(size, 4 * len(eflops.hosts), "--sizes", f" (4 bytes per rank, {len(eflops.hosts)} ranks)")
+    iters = at_least(args.iters, 1, "--iters")
+    sweep.check_sweep(sizes, len(eflops.hosts), 2 * len(algorithms), eflops.bytes_per_s, 1, iters)
+    return Plan({"nic per accelerator": eflops, "shared nic": shared}, args.mtu, placed, sizes, iters)
+
+
+def compare_forms(rows):
+    """Per algorithm and size: busbw per accelerator in each form and their ratio."""
+    by = {(r["form"], r["algorithm"], r["size"]): r for r in rows}
+    out = []
+    for (form, algorithm, size), row in by.items():
+        if form == "nic per accelerator" and ("shared nic", algorithm, size) in by:
+            other = by["shared nic", algorithm, size]
+            out.append({"algorithm": algorithm, "size": size, "eflops_busbw_over_link": row["busbw_over_link"],
+                        "shared_busbw_over_link": other["busbw_over_link"],
+                        "eflops_over_shared": round(row["busbw_MBps"] / other["busbw_MBps"], 2)})
+    return out
+
+
+def label(row):
+    return f"{row['form']} {row['algorithm']}@{row['size']}"
+
+
+def run(plan, results):
+    eflops = plan.forms["nic per accelerator"]
+    print(f"# {NAME}: {len(eflops.hosts)} accelerators in {eflops.n} servers of {PER_SERVER}, links "
+          f"{eflops.rate:g} Mbit/s; {', '.join(plan.placed['shared nic'])} at {', '.join(map(str, plan.sizes))} B")
+    about = {"scenario": NAME, "rate_mbit": eflops.rate, "rows": [], "fabric_check": {}}
+
+    def keep(form):
+        def one(row):
+            row["form"] = form
+            about["rows"].append(row)
+            results.append("server_nics.csv", row)
+        return one
+
+    with results.outcome("server_nics.json", about):
+        for form, topo in plan.forms.items():
+            print(f"\n## {form}: {topo.describe()}")
+            with Emulation(topo, routing.plan(topo), results / form.replace(" ", "_"), mtu=plan.mtu) as emu:
+                check = fabric_check.check(emu)
+                print("\n".join(fabric_check.report(check, emu)))
+                about["fabric_check"][form] = fabric_check.passed(check)
+                idle = idle_step_us(emu)
+                sweep.run_sweep(emu, plan.placed[form], plan.sizes, 1, plan.iters, on_row=keep(form),
+                                idle_step_us=idle)
+        about["comparison"] = cmp = compare_forms(about["rows"])
+    print("\nsummary: busbw per accelerator over the link rate, one NIC per accelerator against one shared NIC")
+    for c in cmp:
+        print(f"  {c['algorithm']:9s} {c['size']:9d} B  {c['eflops_busbw_over_link']:.2f} against "
+              f"{c['shared_busbw_over_link']:.2f}: {c['eflops_over_shared']:.2f}x")
+    print(f"  #wrong over every iteration: {sum(r['wrong'] for r in about['rows'])}")
+    print(f"  {describe_all(about['rows'], label)}")
+    checks = ", ".join(f"{form} {'PASS' if ok else 'FAIL'}" for form, ok in about["fabric_check"].items())
+    print(f"  fabric check: {checks}")
+    results.figure("busbw_per_accelerator.png", figures.busbw_by_size, about["rows"], link_mbit=eflops.rate,
+                   series=lambda r: f"{r['algorithm']}, {r['form']}")
+    print(results.listing())
+    return 0 if all(r["wrong"] == 0 for r in about["rows"]) else 1

@@ -1,0 +1,64 @@
+"""nccl-tests' statistics, the alpha-beta fit, the model a result is judged against, and the
+training metrics: plain arithmetic, no root."""
+import pytest
+
+from testbed.collectives.metrics import hockney, real_size, result_row
+from testbed.collectives.placements import on_shared_nics, place
+from testbed.collectives.training import compute_seconds, linear_ratio
+from testbed.fidelity.capacity import largest_faithful_ranks
+from testbed.fidelity.model import judge, model_us
+from testbed.routing import deterministic_routes
+from testbed.topology import BiGraph
+
+
+def test_a_row_reports_the_mean_median_and_p99_and_flags_busbw_above_the_link():
+    row = result_row("ring", 1 << 20, [1.0, 1.0, 4.0], 0, 16, 10)
+    assert row["time_us"] == 2e6 and row["median_us"] == 1e6 and row["iterations"] == 3
+    assert not row["above_link"]
+    fast = result_row("ring", 1 << 20, [0.1], 0, 16, 10)        # 1 MiB in 0.1 s is 157 Mbit/s of busbw
+    assert fast["above_link"] and fast["busbw_over_link"] > 1
+
+
+def test_hockney_recovers_alpha_and_beta():
+    ranks, steps, alpha, beta = 16, 8, 300e-6, 800e-9
+    rows = [{"size": n, "time_us": (steps * alpha + 2 * n * (ranks - 1) / ranks * beta) * 1e6}
+            for n in (1024, 4096, 65536, 1 << 20)]
+    fit = hockney(rows, ranks, steps)
+    assert fit["alpha_us"] == pytest.approx(300, rel=0.01)
+    assert fit["beta_ns_per_byte"] == pytest.approx(800, rel=0.01)
+    # 100 Gbit/s has beta 0.08 ns/B: 10,000 times less; its 5 us per step, 60 times less than 300 us
+    assert real_size(1024, fit) == pytest.approx(1024 * 1e4 / 60, rel=0.02)
+
+
+def test_the_model_is_latency_for_small_messages_and_the_link_for_large():
+    topo = BiGraph(2, 8)
+    routes = deterministic_routes(topo)
+    schedule, hosts = place("hdrm", topo)
+    small, latency_bound = model_us(schedule, hosts, topo, routes, 256, idle_us=500)
+    assert latency_bound and small == pytest.approx(8 * 500)
+    large, latency_bound = model_us(schedule, hosts, topo, routes, 1 << 18, idle_us=500)
+    assert not latency_bound and large == pytest.approx(2 * (1 << 20) * 15 / 16 / 1.25e6 * 1e6, rel=0.01)
+    schedule, hosts = place("hd", topo)                          # plain HD shares links: the model knows
+    assert model_us(schedule, hosts, topo, routes, 1 << 18, idle_us=500)[0] > 1.8 * large
+
+
+@pytest.mark.parametrize("ratio,latency_bound,bound", [(1.4, True, False), (1.6, True, True),
+                                                        (1.1, False, False), (1.2, False, True)])
+def test_a_result_far_from_the_model_is_the_emulators(ratio, latency_bound, bound):
+    cpu = {"emulator_bottleneck": False, "ovs_vswitchd_cores": 0.5, "machine_busy": 0.5}
+    assert judge({"time_us": ratio * 1000}, cpu, (1000, latency_bound))["emulator_bottleneck"] == bound
+
+
+def test_training_metrics():
+    # 256 KiB at 10 Mbit/s over 4 ranks: 0.31 s ideal; a share of 0.3 leaves 0.73 s of computation
+    assert compute_seconds(256 << 10, 4, 1.25e6, 0.3) == pytest.approx(0.3146 * 0.7 / 0.3, rel=0.01)
+    assert linear_ratio(180, 8, 100, 4) == pytest.approx(0.9)
+    assert largest_faithful_ranks(10, 9000) == 32 and largest_faithful_ranks(4, 9000) == 64
+
+
+def test_a_shared_nic_server_runs_the_ranks_of_its_four_accelerators():
+    eflops, shared = BiGraph(4, 8), BiGraph(1, 8)
+    _, hosts = place("hdrm", eflops)
+    mapped = on_shared_nics(eflops, shared, hosts)
+    assert sorted(mapped.count(h) for h in set(mapped)) == [4] * 8
+    assert all(shared.hosts[s].server == eflops.hosts[e].server for s, e in zip(mapped, hosts))
