@@ -27,29 +27,50 @@ fi
 # Both daemons must answer: the database alone (ovs-vsctl) says nothing about ovs-vswitchd.
 ovs_up() { ovs-vsctl --timeout=3 show >/dev/null 2>&1 && ovs-appctl -t ovs-vswitchd --timeout=3 version >/dev/null 2>&1; }
 TCMALLOC=$(ls /usr/lib/*/libtcmalloc_minimal.so.4 2>/dev/null | head -1)
-if ! ovs_up; then
-  echo "== starting Open vSwitch"
-  if command -v systemctl >/dev/null 2>&1 && systemctl is-system-running >/dev/null 2>&1; then
-    systemctl start openvswitch-switch
-  else
-    # ovs-vswitchd's userspace datapath allocates a batch of frame-sized buffers for every port
-    # it polls, whenever a packet wakes it, and frees those that stayed empty. With glibc's
-    # malloc that took a third of its CPU (perf), and left to glibc's defaults it also mapped,
-    # trimmed and faulted in heap pages (with mlockall, locked each one: 4-5x slower forwarding in
-    # its first run). tcmalloc's per-thread caches make it cheap: a 1 KiB HDRM allreduce on 16
-    # ranks went from 6.3 to 4.7 ms. The glibc thresholds keep the heap where tcmalloc is absent.
-    GLIBC_TUNABLES=glibc.malloc.trim_threshold=268435456:glibc.malloc.mmap_threshold=33554432 \
-    LD_PRELOAD="$TCMALLOC" \
-      /usr/share/openvswitch/scripts/ovs-ctl start --system-id=random --no-mlockall 2>&1 | grep -v ulimit || true
+# ovs-vswitchd's userspace datapath allocates a batch of frame-sized buffers for every port it polls,
+# whenever a packet wakes it, and frees those that stayed empty. With glibc's malloc that took a third
+# of its CPU (perf), and left to glibc's defaults it also mapped, trimmed and faulted in heap pages
+# (with mlockall, locked each one: 4-5x slower forwarding in its first run). tcmalloc's per-thread
+# caches make it cheap: a 1 KiB HDRM allreduce on 16 ranks went from 6.3 to 4.7 ms. The glibc
+# thresholds keep the heap where tcmalloc is absent.
+OVS_GLIBC_TUNABLES=glibc.malloc.trim_threshold=268435456:glibc.malloc.mmap_threshold=33554432
+if [ -d /run/systemd/system ]; then
+  # Under systemd the unit starts ovs-vswitchd: give it the same settings through a drop-in.
+  dropin=/etc/systemd/system/ovs-vswitchd.service.d/ai-testbed.conf
+  want="[Service]
+Environment=LD_PRELOAD=$TCMALLOC
+Environment=GLIBC_TUNABLES=$OVS_GLIBC_TUNABLES
+Environment=OVS_CTL_OPTS=--no-mlockall"
+  if [ "$(cat "$dropin" 2>/dev/null)" != "$want" ]; then
+    echo "== configuring ovs-vswitchd.service ($dropin)"
+    mkdir -p "$(dirname "$dropin")"
+    printf '%s\n' "$want" > "$dropin"
+    systemctl daemon-reload
+    if ovs_up; then systemctl restart ovs-vswitchd; fi
   fi
-  ovs_up || { echo "Open vSwitch did not start: see /var/log/openvswitch/" >&2; exit 1; }
+  if ! ovs_up; then
+    echo "== starting Open vSwitch"
+    systemctl start openvswitch-switch
+  fi
+elif ! ovs_up; then
+  # No systemd (containers, CI): nothing starts Open vSwitch, so start it here.
+  echo "== starting Open vSwitch"
+  GLIBC_TUNABLES=$OVS_GLIBC_TUNABLES LD_PRELOAD="$TCMALLOC" \
+    /usr/share/openvswitch/scripts/ovs-ctl start --system-id=random --no-mlockall 2>&1 | grep -v ulimit || true
 fi
+ovs_up || { echo "Open vSwitch did not start: see /var/log/openvswitch/" >&2; exit 1; }
 if [ -n "$TCMALLOC" ] && ! grep -q tcmalloc "/proc/$(cat /var/run/openvswitch/ovs-vswitchd.pid)/maps" 2>/dev/null; then
   echo "note: ovs-vswitchd was started without tcmalloc, so small messages are slower than the README says;" \
        "stop it (/usr/share/openvswitch/scripts/ovs-ctl stop) and run ./setup.sh again to start it so" >&2
 fi
 
-# The venv is made from Debian's python3 so that it sees Debian's Mininet (and mnexec).
+# The venv is made from Debian's python3 so that it sees Debian's Mininet (and mnexec). A .venv made
+# elsewhere (on a Vagrant host, by another Python) cannot run here: replace it.
+base="$(/usr/bin/python3 -c 'import sys; print(sys.base_prefix, sys.version_info[:2])')"
+if [ -e .venv ] && [ "$(.venv/bin/python -c 'import sys; print(sys.base_prefix, sys.version_info[:2])' 2>/dev/null)" != "$base" ]; then
+  echo "== replacing .venv, which was made by another interpreter (not this machine's /usr/bin/python3)"
+  rm -rf .venv
+fi
 if [ ! -x .venv/bin/python ]; then
   echo "== creating .venv"
   /usr/bin/python3 -m venv --system-site-packages .venv

@@ -1,6 +1,6 @@
 """How much one ovs-vswitchd forwards faithfully: offered vs achieved TCP load at MTU 1500 and 9000.
 
-    sudo .venv/bin/python -m bench.forwarding_capacity [--out FILE] [--duration S]
+    sudo .venv/bin/python -m bench.forwarding_capacity [--out FILE] [--duration S] [--patterns P,..] [--rates R,..]
 
 Three patterns: 16 flows through one switch (LeafSpine with one leaf), BiGraph(2, 8)'s 16
 contention-free flows over 2-3 switches, and BiGraph(4, 16)'s 64 (EFLOPS' own scale). Writes
@@ -46,10 +46,12 @@ def main(argv):
     parser.add_argument("--out", default=str(RESULTS_ROOT / "bench" / "forwarding_capacity.json"))
     parser.add_argument("--duration", type=int, default=5)
     parser.add_argument("--patterns", default=",".join(PATTERNS), help="comma-separated, from " + ", ".join(PATTERNS))
+    parser.add_argument("--rates", help="per-flow rates in Mbit/s, comma-separated (default: each pattern's own)")
     args = parser.parse_args(argv)
     rows = []
     for pattern in args.patterns.split(","):
         _, rates, mtus = PATTERNS[pattern]
+        rates = [int(r) for r in args.rates.split(",")] if args.rates else rates
         for mtu in mtus:
             for rate in rates:
                 t = time.monotonic()

@@ -5,10 +5,15 @@ option and builds the plain-data plan (no root, nothing built, nothing written; 
 ``fabrics`` lists the topologies it will emulate), and ``run(plan, results)``, which builds,
 checks, measures and writes into the ``RunFolder`` results, returning the exit code.
 """
+import math
+
 from testbed.emulation.network import DEFAULT_MTU
+from testbed.emulation.shaping import netem_available
 from testbed.errors import TestbedError
 from testbed.fidelity.capacity import check_link_rate, check_mtu, check_queue
 from testbed.topology import DEFAULT_QUEUE, DEFAULT_RATE, FORMS, from_spec
+
+MAX_DELAY_MS = 1000   # beyond this TCP's handshakes and the runs' timeouts stop fitting
 
 
 def add_fabric_arguments(parser, topology):
@@ -17,6 +22,8 @@ def add_fabric_arguments(parser, topology):
     parser.add_argument("--queue", type=int, default=DEFAULT_QUEUE,
                         help="egress FIFO limit per link end, packets (default %(default)s)")
     parser.add_argument("--mtu", type=int, default=DEFAULT_MTU, help="MTU of every link (default %(default)s)")
+    parser.add_argument("--delay", type=float, default=0.0,
+                        help="one-way delay added on every link, ms (needs the kernel's netem; default none)")
 
 
 def fabric(args, spec=None):
@@ -27,7 +34,17 @@ def fabric(args, spec=None):
     if len(topo.hosts) < 2:
         raise TestbedError(f"{topo.name} has {len(topo.hosts)} host: a fabric needs at least 2 to carry traffic")
     check_queue(topo, args.mtu)
+    topo.delay = check_delay(args.delay)
     return topo
+
+
+def check_delay(delay):
+    if not (math.isfinite(delay) and 0 <= delay <= MAX_DELAY_MS):
+        raise TestbedError(f"--delay must be between 0 and {MAX_DELAY_MS} ms (got {delay:g})")
+    if delay and not netem_available():
+        raise TestbedError("--delay needs the netem qdisc, which this kernel does not have (CONFIG_NET_SCH_NETEM): "
+                           "run without --delay, or in the lab VM, whose stock Debian kernel has it")
+    return delay
 
 
 def names(text, option, allowed):

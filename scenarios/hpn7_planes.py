@@ -75,6 +75,8 @@ def prepare(args):
                            "use e.g. --topology hpn7:2,2,2,2")
     forms = [HPN7(base.segments, base.servers, base.rails, base.aggs, planes=p, uplink_ratio=base.uplink_ratio,
                   rate=base.rate, queue=base.queue) for p in (1, 2)]
+    for form in forms:
+        form.delay = base.delay
     place(ALLREDUCE, forms[0])
     ranks = len(place(ALLREDUCE, forms[0])[1])
     at_least(args.bytes, ELEMENT_BYTES * ranks, "--bytes", f" ({ELEMENT_BYTES} per rank)")

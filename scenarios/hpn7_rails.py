@@ -68,6 +68,8 @@ def prepare(args):
                            f"more) of servers per segment (got {base.name}): use e.g. --topology hpn7:2,4,2,2")
     forms = [HPN7(base.segments, base.servers, base.rails, base.aggs, planes=p, uplink_ratio=base.uplink_ratio,
                   rate=base.rate, queue=base.queue) for p in (1, 2)]
+    for form in forms:
+        form.delay = base.delay
     largest = max(len(hosts) for group in cases(forms[0]).values() for hosts in group)
     at_least(args.bytes, ELEMENT_BYTES * largest, "--bytes", f" ({ELEMENT_BYTES} per rank)")
     iters = at_least(args.iters, 1, "--iters")

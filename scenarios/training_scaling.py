@@ -14,7 +14,7 @@ allreduce of the gradients is --comm-share of an iteration at N0 (see testbed.co
 import time
 from dataclasses import dataclass
 
-from scenarios.common import add_fabric_arguments, at_least, counts, names
+from scenarios.common import add_fabric_arguments, at_least, check_delay, counts, names
 from testbed import routing
 from testbed.collectives.placements import place
 from testbed.collectives.schedules import HalvingDoubling
@@ -98,6 +98,9 @@ def prepare(args):
         raise TestbedError(f"--comm-share must be between 0.05 and 0.95 (got {args.comm_share})")
     size = at_least(args.gradient_bytes, 4 * max(rank_counts), "--gradient-bytes", " (4 per rank)")
     points = [(s, n, *system_fabric(s, n, args.rate, args.queue)) for s in systems for n in rank_counts]
+    delay = check_delay(args.delay)
+    for point in points:
+        point[2].delay = delay
     base = rank_counts[0]
     compute = compute_seconds(size, base, points[0][2].bytes_per_s, args.comm_share)
     return Plan(points, args.mtu, size, compute, at_least(args.iters, 1, "--iters"),

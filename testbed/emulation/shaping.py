@@ -1,11 +1,16 @@
 """Link shaping, neighbour tables and routes over netlink (pyroute2), in any network namespace.
 
 Each end of a link gets, on egress: HTB root 1: -> class 1:10 at the link rate -> pfifo 10: with the
-link's queue limit in packets. Shaping both ends shapes both directions.
+link's queue limit in packets. Shaping both ends shapes both directions. With a link delay the leaf is
+netem 10: instead, which holds each packet for the delay in its own FIFO of the same limit (its queue
+length then counts the packets on the wire as well as those waiting).
 """
 import ctypes
+import gzip
 import os
+import platform
 from contextlib import contextmanager
+from pathlib import Path
 
 from pyroute2 import IPRoute
 
@@ -57,8 +62,25 @@ def index_of(ipr, ifname):
     return found[0]
 
 
-def shape(ipr, ifname, rate_mbit, queue_packets, mtu):
-    """Set the MTU and an HTB rate limit with a bounded FIFO on ifname's egress."""
+def netem_available():
+    """Whether this kernel has the netem qdisc: loaded, built in, or a module it can load."""
+    if Path("/sys/module/sch_netem").exists():
+        return True
+    try:
+        with gzip.open("/proc/config.gz", "rt") as config:
+            if any(line.startswith("CONFIG_NET_SCH_NETEM=y") for line in config):
+                return True
+    except OSError:
+        pass
+    modules = Path("/lib/modules") / platform.release() / "modules.dep"
+    try:
+        return "sch_netem.ko" in modules.read_text()
+    except OSError:
+        return False
+
+
+def shape(ipr, ifname, rate_mbit, queue_packets, mtu, delay_ms=0.0):
+    """Set the MTU and an HTB rate limit with a bounded FIFO (netem's when delayed) on ifname's egress."""
     index = index_of(ipr, ifname)
     ipr.link("set", index=index, mtu=mtu)
     frame = mtu + ETH_HEADER
@@ -67,7 +89,10 @@ def shape(ipr, ifname, rate_mbit, queue_packets, mtu):
     # (busbw above the link rate was measured with two). quantum = frame keeps HTB from warning.
     ipr.tc("add-class", "htb", index, HTB_CLASS, parent=HTB_ROOT, rate=f"{round(rate_mbit * 1000)}kbit",
            ceil=f"{round(rate_mbit * 1000)}kbit", burst=frame, cburst=frame, quantum=frame, mtu=frame)
-    ipr.tc("add", "pfifo", index, FIFO, parent=HTB_CLASS, limit=queue_packets)
+    if delay_ms:
+        ipr.tc("add", "netem", index, FIFO, parent=HTB_CLASS, delay=round(delay_ms * 1000), limit=queue_packets)
+    else:
+        ipr.tc("add", "pfifo", index, FIFO, parent=HTB_CLASS, limit=queue_packets)
 
 
 def _fifo_stats(msg):

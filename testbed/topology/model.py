@@ -91,6 +91,7 @@ def positive_int(name, value):
 class Topology:
     """Base class: call the add_* helpers from build()."""
     shared_nic_address = False   # True: a host's NIC ports share one IP and MAC (one bonded NIC)
+    delay = 0.0                  # ms each link end holds a packet (netem), both directions; 0: none
 
     def __init__(self, rate=DEFAULT_RATE, queue=DEFAULT_QUEUE):
         if not rate > 0:
@@ -225,7 +226,7 @@ class Topology:
 
     def describe(self):
         return (f"{self.name}: {len(self.hosts)} hosts, {len(self.switches)} switches, "
-                f"{len(self.links)} links at {self.rate:g} Mbit/s")
+                f"{len(self.links)} links at {self.rate:g} Mbit/s" + (f" + {self.delay:g} ms" if self.delay else ""))
 
     @property
     def spec(self):
@@ -238,6 +239,7 @@ class Topology:
             "spec": self.spec,
             "rate_mbit": self.rate,
             "queue_packets": self.queue,
+            "delay_ms": self.delay,
             "switches": [vars(s) | {"dpid": s.dpid} for s in self.switches.values()],
             "hosts": [{"name": h.name, "server": h.server, "rail": h.rail,
                        "ports": [vars(p) for p in h.ports]} for h in self.hosts.values()],

@@ -1,0 +1,166 @@
+#!/usr/bin/env bash
+# Proves the lab in a real VM: builds a Debian 12 image from Debian's packages (debootstrap and the
+# stock linux-image-amd64 kernel, which has the openvswitch module and netem), boots it with qemu
+# (KVM where the CPU offers it, TCG otherwise: slow, but it boots anywhere), copies the project in and
+# runs the README's commands inside: ./setup.sh, fabric_check and the default scenario, then the
+# forwarding-capacity bench and the tests that depend on the datapath. Reports the datapath in use,
+# each step's time and exit code, and copies the guest's results out.
+#
+#   sudo lab/vm-check.sh [--quick]      # --quick: setup and fabric_check only
+#
+# The image is built once into $VM_DIR (default /var/tmp/ai-testbed-vm, about 3 GiB) and reused;
+# remove that folder to rebuild. The guest has no network: its Debian packages come with the image
+# and its Python packages as wheels downloaded here, so it reaches nothing outside this machine.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PROJECT=$PWD
+VM_DIR=${VM_DIR:-/var/tmp/ai-testbed-vm}
+MIRROR=${MIRROR:-http://deb.debian.org/debian}
+QUICK=0
+case "${1:-}" in
+  "") ;;
+  --quick) QUICK=1 ;;
+  *) echo "usage: sudo lab/vm-check.sh [--quick]" >&2; exit 2 ;;
+esac
+[ "$(id -u)" -eq 0 ] || { echo "vm-check.sh needs root: run it as 'sudo lab/vm-check.sh'" >&2; exit 2; }
+[ -x .venv/bin/pip ] || { echo "run 'sudo ./setup.sh' first: the guest's wheels are downloaded with .venv's pip" >&2; exit 2; }
+
+tools=""
+for p in debootstrap qemu-system-x86 qemu-utils e2fsprogs; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || tools="$tools $p"
+done
+if [ -n "$tools" ]; then
+  echo "== installing$tools"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $tools >/dev/null
+fi
+
+mkdir -p "$VM_DIR"
+MNT="$VM_DIR/mnt"
+QEMU_PID=""
+cleanup() {
+  [ -n "$QEMU_PID" ] && kill "$QEMU_PID" 2>/dev/null || true
+  mountpoint -q "$MNT" && umount "$MNT" || true
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+mkdir -p "$MNT"
+
+# The packages setup.sh installs, and what a bootable guest needs.
+GUEST_DEBS="linux-image-amd64,systemd-sysv,udev,kmod,sudo,python3,python3-venv,mininet,openvswitch-switch,\
+libtcmalloc-minimal4,iperf3,libiperf0,ethtool,iproute2,iputils-ping,tcpdump"
+if [ ! -f "$VM_DIR/disk.raw" ]; then
+  echo "== building a Debian 12 image with debootstrap (about 2 minutes)"
+  t0=$SECONDS
+  rm -f "$VM_DIR/disk.tmp"
+  truncate -s 8G "$VM_DIR/disk.tmp"
+  mkfs.ext4 -q -F -L root "$VM_DIR/disk.tmp"     # no partition table: qemu boots the kernel directly
+  mount -o loop "$VM_DIR/disk.tmp" "$MNT"
+  debootstrap --include="$GUEST_DEBS" bookworm "$MNT" "$MIRROR" > "$VM_DIR/debootstrap.log"
+  echo "/dev/vda / ext4 defaults 0 1" > "$MNT/etc/fstab"
+  echo ai-testbed-vm > "$MNT/etc/hostname"
+  cp "$MNT"/boot/vmlinuz-* "$VM_DIR/vmlinuz"
+  cp "$MNT"/boot/initrd.img-* "$VM_DIR/initrd.img"
+  umount "$MNT"
+  mv "$VM_DIR/disk.tmp" "$VM_DIR/disk.raw"
+  echo "   built in $((SECONDS - t0)) s"
+fi
+
+echo "== downloading the Python packages for the guest (Debian 12's Python 3.11)"
+WHEELS="$VM_DIR/wheels"
+mkdir -p "$WHEELS"
+grep -v '^#' requirements.txt | grep -v '^iperf3' > "$VM_DIR/requirements-binary.txt"
+.venv/bin/pip download -q --disable-pip-version-check --only-binary=:all: --python-version 3.11 \
+  --platform manylinux2014_x86_64 --platform manylinux_2_28_x86_64 --platform any \
+  -d "$WHEELS" -r "$VM_DIR/requirements-binary.txt" 2>&1 | grep -v WARNING || true
+.venv/bin/pip wheel -q --disable-pip-version-check --no-deps -w "$WHEELS" "$(grep '^iperf3' requirements.txt)" \
+  2>&1 | grep -v WARNING || true
+
+echo "== copying the project in (files git tracks, as a clean clone has them)"
+mount -o loop "$VM_DIR/disk.raw" "$MNT"
+rm -rf "$MNT/root/testbed" "$MNT/root/wheels" "$MNT/root/vm-check.log" "$MNT/root/vm-check.done"
+mkdir -p "$MNT/root/testbed"
+git ls-files -z --cached --others --exclude-standard | tar -c --null -T - | tar -x -C "$MNT/root/testbed"
+cp -r "$WHEELS" "$MNT/root/wheels"
+
+# The guest's job: the README's commands, each timed; then power off.
+cat > "$MNT/root/vm-check-job.sh" <<EOF
+#!/bin/bash
+exec > >(tee /root/vm-check.log > /dev/ttyS0) 2>&1
+cd /root/testbed
+export PIP_NO_INDEX=1 PIP_FIND_LINKS=/root/wheels
+step() {
+  local name=\$1; shift
+  echo "== \$name: \$*"
+  local t0=\$SECONDS; "\$@"; local rc=\$?
+  echo "== \$name: exit \$rc in \$((SECONDS - t0)) s"
+}
+echo "== guest: \$(uname -r), \$(nproc) CPUs, \$(awk '/MemTotal/ {print int(\$2/1024)}' /proc/meminfo) MiB"
+step setup ./setup.sh
+echo "== datapath: \$(.venv/bin/python -c 'from testbed.emulation.preflight import datapath; print(datapath())')"
+echo "== netem: \$(modprobe sch_netem 2>/dev/null && echo available || echo absent)"
+step fabric_check ./setup.sh run fabric_check
+if [ $QUICK = 0 ]; then
+  step default_scenario ./setup.sh run
+  step fabric_check_delay ./setup.sh run fabric_check --delay 5
+  step forwarding_capacity .venv/bin/python -m bench.forwarding_capacity --patterns bigraph_2_8_16_flows \
+    --rates 10,20,40,80 --duration 5
+  step datapath_tests .venv/bin/python -m pytest -q -p no:cacheprovider \
+    tests/emulation/test_cleanup.py::test_ctrl_c_mid_run_leaves_nothing \
+    tests/emulation/test_cleanup.py::test_killed_run_is_swept_by_cleanup \
+    tests/emulation/test_fabric.py::test_a_shared_switch_queue_fills_to_its_limit_and_drops_there
+fi
+touch /root/vm-check.done
+sync
+systemctl poweroff
+EOF
+chmod +x "$MNT/root/vm-check-job.sh"
+cat > "$MNT/etc/systemd/system/vm-check.service" <<'EOF'
+[Unit]
+Description=ai-testbed VM check
+After=multi-user.target openvswitch-switch.service
+[Service]
+Type=oneshot
+ExecStart=/root/vm-check-job.sh
+TimeoutStartSec=infinity
+[Install]
+WantedBy=multi-user.target
+EOF
+ln -sf /etc/systemd/system/vm-check.service "$MNT/etc/systemd/system/multi-user.target.wants/vm-check.service"
+umount "$MNT"
+
+if grep -qwE 'vmx|svm' /proc/cpuinfo && [ -w /dev/kvm ]; then
+  accel="kvm -cpu host"
+else
+  accel="tcg -cpu max"      # no hardware virtualisation that boots a stock kernel: emulate the CPU
+fi
+echo "== booting the guest (qemu, accel=${accel%% *}, 2 CPUs, 4 GiB); its console: $VM_DIR/console.log"
+t0=$SECONDS
+# shellcheck disable=SC2086
+qemu-system-x86_64 -machine q35,accel=$accel -smp 2 -m 4096 -display none -monitor none -no-reboot \
+  -serial "file:$VM_DIR/console.log" -nic none \
+  -kernel "$VM_DIR/vmlinuz" -initrd "$VM_DIR/initrd.img" -append "root=/dev/vda rw console=ttyS0" \
+  -drive "file=$VM_DIR/disk.raw,format=raw,if=virtio" &
+QEMU_PID=$!
+while kill -0 "$QEMU_PID" 2>/dev/null; do
+  sleep 30
+  echo "   $((SECONDS - t0)) s: $(grep -a '^== ' "$VM_DIR/console.log" | tail -1)"
+done
+wait "$QEMU_PID" || true
+QEMU_PID=""
+echo "== guest ran $((SECONDS - t0)) s"
+
+mount -o loop,ro "$VM_DIR/disk.raw" "$MNT"
+out="$PROJECT/results/vm-check-$(date +%Y%m%d-%H%M%S)"
+mkdir -p "$out"
+cp "$MNT/root/vm-check.log" "$out/" 2>/dev/null || true
+[ -d "$MNT/root/testbed/results" ] && cp -r "$MNT/root/testbed/results/." "$out/"
+done=0; [ -f "$MNT/root/vm-check.done" ] && done=1
+umount "$MNT"
+grep -a '^== ' "$out/vm-check.log" 2>/dev/null || true
+echo "results: $out"
+if [ $done = 0 ] || grep -aq '^== .*: exit [1-9]' "$out/vm-check.log"; then
+  echo "VM check FAILED" >&2
+  exit 1
+fi
+echo "VM check passed"
