@@ -4,10 +4,12 @@ import argparse
 import sys
 
 from scenarios import DEFAULT, SCENARIOS
-from testbed.emulation import preflight, runrecord
+from testbed.emulation import ovs, preflight, runrecord
+from testbed.emulation.explore import explore
 from testbed.errors import Interrupted, TestbedError
 from testbed.interrupts import interruptible
 from testbed.interrupts import name as signal_name
+from testbed.report import markdown
 from testbed.report.folder import RunFolder, check_writable, default_path
 
 
@@ -29,6 +31,8 @@ def parser():
         module.add_arguments(p)
         p.add_argument("--results", metavar="DIR", help="folder for this run's files "
                        "(default: a new time-stamped folder under results/)")
+        p.add_argument("--cli", action="store_true", help="build this scenario's fabric, controller and routes and "
+                       "open Mininet's CLI on it instead of measuring; exit removes it")
     return top
 
 
@@ -50,7 +54,7 @@ def main(argv):
                 removed = runrecord.cleanup_all()
                 print("removed: " + " ".join(removed) if removed else "nothing to clean up")
                 return 0
-            return run(args)
+            return run(args, argv)
     except TestbedError as e:
         print(f"error: {e}", file=sys.stderr)
         return e.exit_code
@@ -59,7 +63,7 @@ def main(argv):
         return 128 + e.signum
 
 
-def run(args):
+def run(args, argv):
     if args.scenario is None:
         raise TestbedError(f"name a scenario (run_scenario.py --list), or give options for {DEFAULT}")
     module = SCENARIOS[args.scenario]
@@ -67,10 +71,26 @@ def run(args):
     preflight.require_root()
     folder = RunFolder(check_writable(args.results or default_path(args.scenario)))
     for topo in plan.fabrics:
-        preflight.require_emulation(topo, plan.mtu)
-    code = module.run(plan, folder.create())
-    sys.stdout.flush()
-    return code
+        datapath = preflight.require_emulation(topo, plan.mtu)
+    options = {k: v for k, v in vars(args).items() if k not in ("scenario", "list", "cleanup", "results", "cli")}
+    status = "failed"
+    with markdown.Transcript() as transcript:
+        try:
+            code = explore(plan, folder.create()) if args.cli else module.run(plan, folder.create())
+            status = "complete" if code == 0 else f"finished with exit code {code}"
+            return code
+        except Interrupted as e:
+            status = f"interrupted by {signal_name(e.signum)}"
+            raise
+        except Exception as e:
+            status = f"failed: {e}"
+            raise
+        finally:
+            if folder.path.is_dir():
+                report = markdown.write(folder, args.scenario, argv, status, plan, options, datapath,
+                                        ovs.version(), transcript.text())
+                print(f"report: {report}")
+            sys.stdout.flush()
 
 
 if __name__ == "__main__":

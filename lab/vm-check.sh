@@ -7,6 +7,7 @@
 # each step's time and exit code, and copies the guest's results out.
 #
 #   sudo lab/vm-check.sh [--quick]      # --quick: setup and fabric_check only
+#   sudo lab/vm-check.sh --run 'CMD'    # setup, then CMD in the project folder (to look into something)
 #
 # The image is built once into $VM_DIR (default /var/tmp/ai-testbed-vm, about 3 GiB) and reused;
 # remove that folder to rebuild. The guest has no network: its Debian packages come with the image
@@ -17,10 +18,12 @@ PROJECT=$PWD
 VM_DIR=${VM_DIR:-/var/tmp/ai-testbed-vm}
 MIRROR=${MIRROR:-http://deb.debian.org/debian}
 QUICK=0
+COMMAND=""
 case "${1:-}" in
   "") ;;
   --quick) QUICK=1 ;;
-  *) echo "usage: sudo lab/vm-check.sh [--quick]" >&2; exit 2 ;;
+  --run) [ -n "${2:-}" ] || { echo "--run needs a command" >&2; exit 2; }; COMMAND=$2 ;;
+  *) echo "usage: sudo lab/vm-check.sh [--quick | --run 'CMD']" >&2; exit 2 ;;
 esac
 [ "$(id -u)" -eq 0 ] || { echo "vm-check.sh needs root: run it as 'sudo lab/vm-check.sh'" >&2; exit 2; }
 [ -x .venv/bin/pip ] || { echo "run 'sudo ./setup.sh' first: the guest's wheels are downloaded with .venv's pip" >&2; exit 2; }
@@ -99,8 +102,12 @@ echo "== guest: \$(uname -r), \$(nproc) CPUs, \$(awk '/MemTotal/ {print int(\$2/
 step setup ./setup.sh
 echo "== datapath: \$(.venv/bin/python -c 'from testbed.emulation.preflight import datapath; print(datapath())')"
 echo "== netem: \$(modprobe sch_netem 2>/dev/null && echo available || echo absent)"
-step fabric_check ./setup.sh run fabric_check
-if [ $QUICK = 0 ]; then
+if [ -n "$(printf %s "$COMMAND" | tr -d ' ')" ]; then
+  step command bash -c $(printf %q "$COMMAND")
+elif [ $QUICK = 1 ]; then
+  step fabric_check ./setup.sh run fabric_check
+else
+  step fabric_check ./setup.sh run fabric_check
   step default_scenario ./setup.sh run
   step fabric_check_delay ./setup.sh run fabric_check --delay 5
   step forwarding_capacity .venv/bin/python -m bench.forwarding_capacity --patterns bigraph_2_8_16_flows \

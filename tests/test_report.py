@@ -15,3 +15,28 @@ def test_figures_are_png(tmp_path):
     plots.queue_over_time(series, tmp_path / "queue.png", 100)
     for name in ("busbw.png", "heat.png", "queue.png"):
         assert (tmp_path / name).read_bytes().startswith(PNG)
+
+
+def test_report_tells_the_run_on_its_own(tmp_path):
+    from types import SimpleNamespace
+
+    from testbed.report import markdown
+    from testbed.report.folder import RunFolder
+    from testbed.topology import BiGraph
+
+    folder = RunFolder(tmp_path).create()
+    folder.csv("allreduce.csv", [{"algorithm": "hdrm", "size": s, "busbw_over_link": 0.9} for s in range(40)])
+    (tmp_path / "sub").mkdir()
+    row = {"algorithm": "hdrm", "size": 1024, "busbw_over_link": 0.9}
+    plots.busbw_by_size([row], tmp_path / "sub" / "busbw.png", 10)
+    plan = SimpleNamespace(fabrics=[BiGraph(2, 8)], mtu=9000)
+    printed = "  hdrm  1024 ... ok\nfabric check PASS\nemulator was not the bottleneck (ovs-vswitchd 0.2 cores)\n"
+    path = markdown.write(folder, "bigraph_allreduce", ["--iters", "3"], "complete", plan, {"iters": 3},
+                          "user", "3.1", printed)
+    text = path.read_text()
+    assert text.startswith("# bigraph_allreduce: complete")
+    assert "`run_scenario.py --iters 3`" in text and "`--iters 3`" in text
+    assert "BiGraph(m=2, n=8" in text and "MTU 9000" in text and "userspace" in text and "open vswitch 3.1" in text
+    assert "- emulator was not the bottleneck" in text and "- fabric check PASS" in text
+    assert "| algorithm | size | busbw_over_link |" in text and "(10 more rows in `allreduce.csv`)" in text
+    assert "![sub/busbw.png](sub/busbw.png)" in text

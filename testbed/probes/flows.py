@@ -18,13 +18,17 @@ def measure_flows(emu, pairs, duration=5, omit=1, streams=1, during=()):
                                        name=f"iperf3 server {dst.ip}:{IPERF_BASE_PORT + i}"))
         for server in servers:
             server.expect("ready", 15)
+        for i, (src, dst) in enumerate(pairs):
+            clients.append(emu.program(src.host, "iperf_endpoint", "client", dst.ip, IPERF_BASE_PORT + i,
+                                       duration, omit, streams, name=f"iperf3 {src.ip} -> {dst.ip}"))
+        for client in clients:     # every client loaded before any starts: 64 starting up starve the first
+            client.expect("ready", 30)
         with ExitStack() as stack:
             cpu = stack.enter_context(CpuMonitor())
             for probe in during:
                 stack.enter_context(probe)
-            for i, (src, dst) in enumerate(pairs):
-                clients.append(emu.program(src.host, "iperf_endpoint", "client", dst.ip, IPERF_BASE_PORT + i,
-                                           duration, omit, streams, name=f"iperf3 {src.ip} -> {dst.ip}"))
+            for client in clients:
+                client.send(go=True)
             for client in clients:
                 try:
                     results.append(client.expect("result", duration + omit + 30)["result"])

@@ -3,8 +3,10 @@
     python -m testbed.programs.iperf_endpoint server BIND_IP PORT
     python -m testbed.programs.iperf_endpoint client SERVER_IP PORT DURATION OMIT [STREAMS]
 
-The server says {"ready": true} once it listens and serves one test. The client runs its test and
-says {"result": {received and sent Mbit/s, retransmits}} or {"error": ...}.
+The server says {"ready": true} once it listens and serves one test. The client says {"ready": true}
+once loaded, starts its test on a line on stdin (so that many clients start together, not while
+others are still starting up), and says {"result": {received and sent Mbit/s, retransmits}} or
+{"error": ...}.
 """
 import json
 import os
@@ -49,6 +51,9 @@ def client(ip, port, duration, omit, streams=1):
     client.server_hostname, client.port = ip, int(port)
     client.duration, client.omit, client.protocol = int(duration), int(omit), "tcp"
     client.num_streams = int(streams)
+    _say(out, ready=True)
+    if not sys.stdin.readline():
+        return 1
     result = client.run()
     if result.error:
         _say(out, error=f"iperf3 to {ip}:{port}: {result.error}")
