@@ -37,6 +37,8 @@ def parser():
 
 
 def main(argv):
+    # Progress must reach a pipe (| tee, a test) as it happens, not when the run ends.
+    sys.stdout.reconfigure(line_buffering=True)
     if argv and not argv[0].startswith("-") and argv[0] not in SCENARIOS:
         print(f"error: unknown scenario {argv[0]!r}: run_scenario.py --list names them", file=sys.stderr)
         return 2

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from scenarios.common import add_fabric_arguments, at_least, fabric, names
 from testbed import routing
 from testbed.collectives import sweep
+from testbed.emulation import ovs
 from testbed.emulation.network import Emulation
 from testbed.fidelity import fabric_check
 from testbed.fidelity.model import idle_step_us
@@ -77,7 +78,7 @@ def run(plan, results):
             about["idle_step_us"] = idle = idle_step_us(emu)
             print(f"  idle step latency  {idle:.0f} us per step of a 1 KiB allreduce between the farthest hosts")
             print(f"\n# {NAME}: {topo.name}, {len(topo.hosts)} ranks, links {topo.rate:g} Mbit/s "
-                  f"= {topo.rate / 8:g} MB/s, MTU {plan.mtu}, OVS {emu.datapath}space, "
+                  f"= {topo.rate / 8:g} MB/s, MTU {plan.mtu}, OVS {ovs.datapath_name(emu.datapath)}, "
                   f"warmup {plan.warmup}, iters {plan.iters}, eager limit {plan.eager_limit} B")
             rows = sweep.run_sweep(emu, plan.placed, plan.sizes, plan.warmup, plan.iters,
                                    eager_limit=plan.eager_limit, on_row=keep, idle_step_us=idle)

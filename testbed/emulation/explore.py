@@ -1,6 +1,7 @@
 """--cli: a scenario's fabric, built with its controller and routes, handed to Mininet's CLI for
 exploring by hand; everything it built is removed when the CLI exits (also on Ctrl-C or a signal)."""
 from mininet.cli import CLI
+from mininet.log import setLogLevel
 
 from testbed import routing
 from testbed.emulation.network import Emulation
@@ -10,7 +11,7 @@ HELP = """\
 Mininet's CLI on {fabric}, routing {mode}{hash}. Try:
   pingall                          every host pings every other (first NIC port)
   h0 ip addr; h0 ip route          a host's addresses and routes
-  iperf h0 h1                      one TCP flow between two hosts
+  h1 iperf3 -s -D; h0 iperf3 -c 10.0.0.2 -t 3   one TCP flow from h0 to h1
   dpctl dump-flows -O OpenFlow13   the rules the controller installed on every switch
   links; net; dump                 the fabric as Mininet sees it
 exit (or Ctrl-D) removes the fabric."""
@@ -30,5 +31,6 @@ def explore(plan, folder, stdin=None):
     with Emulation(topo, routes, folder.path, mtu=plan.mtu) as emu:
         hashing = f", hash {routes.hash}" if routes.mode == "ecmp" else ""
         print(HELP.format(fabric=topo.describe(), mode=routes.mode, hash=hashing), flush=True)
+        setLogLevel("output")      # the emulation keeps Mininet quiet; its CLI speaks at this level
         CLI(emu.net, stdin=stdin) if stdin else CLI(emu.net)
     return 0

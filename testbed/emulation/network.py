@@ -8,6 +8,8 @@ removed on the way out; what a killed run leaves is found and removed by ``runre
 """
 import contextlib
 import json
+import os
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -42,6 +44,19 @@ class ControllerAddress:
 
     def IP(self):
         return self.ip
+
+
+def in_namespaces(shells):
+    """Pids of every process (other than the shells and this one) in the network namespaces of the
+    given shell pids."""
+    def netns(pid):
+        try:
+            return os.stat(f"/proc/{pid}/ns/net").st_ino
+        except OSError:
+            return None
+    ours = {netns(pid) for pid in shells} - {None, netns(os.getpid())}
+    return [int(p.name) for p in Path("/proc").iterdir()
+            if p.name.isdigit() and int(p.name) not in shells and int(p.name) != os.getpid() and netns(p.name) in ours]
 
 
 class RecordedShell:
@@ -124,7 +139,7 @@ class Emulation:
         self.record.add(pids=[self.controller.start()])
 
         setLogLevel("warning")
-        self.log(f"building {topo.describe()} (OVS {self.datapath}space datapath, MTU {self.mtu})")
+        self.log(f"building {topo.describe()} (OVS {ovs.datapath_name(self.datapath)}, MTU {self.mtu})")
         net = self.net = Mininet(topo=None, build=False, controller=None, ipBase=IP_BASE,
                                  autoSetMacs=False, waitConnected=False)
         address = ControllerAddress(LOOPBACK, self.controller.port)
@@ -243,6 +258,10 @@ class Emulation:
     def _remove(self):
         # Not net.stop(): it talks to each node's shell, and hangs on a half-built network.
         # terminate() only signals the shell and closes its ptys; the sweep removes the rest.
+        # Whatever else runs in a host's namespace (a daemon started from --cli) is ours too.
+        for pid in in_namespaces([h.pid for h in self.net.hosts] if self.net else []):
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
         for node in (self.net.hosts + self.net.switches) if self.net else []:
             with contextlib.suppress(Exception):
                 node.terminate()

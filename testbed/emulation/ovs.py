@@ -18,6 +18,11 @@ def ofctl(*args, timeout=10):
     return subprocess.run(["ovs-ofctl", "-O", OPENFLOW, *args], capture_output=True, text=True, timeout=timeout)
 
 
+def datapath_name(datapath):
+    """'user' -> 'userspace datapath', 'kernel' -> 'kernel datapath'."""
+    return f"{'userspace' if datapath == 'user' else datapath} datapath"
+
+
 def version():
     """'3.1' for Open vSwitch 3.1.0."""
     out = subprocess.run(["ovs-vsctl", "--version"], capture_output=True, text=True).stdout

@@ -3,6 +3,7 @@ answers ping, one TCP flow over the longest path gets the link rate, and paralle
 that share no link each get theirs; each measurement with its bottleneck verdict."""
 import statistics
 
+from testbed.emulation import ovs
 from testbed.fidelity.verdict import describe
 from testbed.probes.flows import measure_flows
 from testbed.routing import deterministic_routes, link_load
@@ -105,7 +106,7 @@ def report(summary, emu):
     reach, single, par = summary["reachability"], summary["single_flow"], summary["parallel_flows"]
     verdict = {True: "PASS", False: "FAIL"}
     return [
-        f"fabric check: {emu.topo.describe()}, MTU {emu.mtu}, OVS {emu.datapath}space datapath",
+        f"fabric check: {emu.topo.describe()}, MTU {emu.mtu}, OVS {ovs.datapath_name(emu.datapath)}",
         f"  reachability      {reach['answered']}/{reach['pairs']} NIC-port pairs answer ping  "
         f"{verdict[not reach['failures']]}",
         f"  longest path      {single['src']} -> {single['dst']} via {' '.join(single['switches']) or 'hashed links'}: "

@@ -10,6 +10,8 @@ import sys
 import time
 from importlib import metadata
 
+from testbed.emulation.ovs import datapath_name
+
 MAX_ROWS = 30        # a longer CSV table is shown in part; the file has it all
 PACKAGES = ("os-ken", "numpy", "scapy", "pyroute2", "mininet")
 
@@ -67,7 +69,7 @@ def render(scenario, argv, status, fabrics, options, datapath, versions, transcr
     out = [f"# {scenario}: {status}", "",
            f"{time.strftime('%Y-%m-%d %H:%M:%S')}, `run_scenario.py {' '.join(argv)}`", "", "## What ran", ""]
     out += [f"- fabric: {f}" for f in fabrics]
-    out += [f"- Open vSwitch datapath: {datapath}space",
+    out += [f"- Open vSwitch: {datapath_name(datapath)}",
             "- options: " + ", ".join(f"`--{k.replace('_', '-')} {v}`" for k, v in options.items()),
             "- versions: " + ", ".join(f"{k} {v}" for k, v in versions.items()), ""]
     verdicts = [line.strip() for line in transcript.splitlines()
