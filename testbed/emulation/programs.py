@@ -104,6 +104,20 @@ class Program:
 POLL = 0.5   # s between looks at the processes while waiting for them
 
 
+def _root_cause(inbox, first, settle=0.5):
+    """The error that names the cause: an error marked as a consequence of another program's (its
+    connection closed) waits up to `settle` s for that program's own."""
+    msg, until = first, time.monotonic() + settle
+    while msg.get("consequence") and time.monotonic() < until:
+        try:
+            _, other = inbox.get(timeout=max(0.0, until - time.monotonic()))
+        except queue.Empty:
+            break
+        if other and "error" in other and not other.get("consequence"):
+            msg = other
+    return msg["error"]
+
+
 def expect_all(programs, key, timeout, label=""):
     """One message with `key` from each program (which share an inbox), in the programs' order. A
     program found stopped twice in a row is reported at once: the others would wait for it."""
@@ -126,7 +140,7 @@ def expect_all(programs, key, timeout, label=""):
         if msg is None:
             raise ProgramError(label + program.exited())
         if "error" in msg:
-            raise ProgramError(f"{label}{msg['error']}")
+            raise ProgramError(f"{label}{_root_cause(inbox, msg)}")
         if key in msg:
             got[program] = msg
     return [got[p] for p in programs]

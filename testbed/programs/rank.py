@@ -37,7 +37,12 @@ EAGER_LIMIT = 4 << 10
 
 
 class PeerError(RuntimeError):
-    pass
+    """consequence: the error follows from another rank's (its connection closed or reset), so the
+    other rank's own error names the cause."""
+
+    def __init__(self, message, consequence=False):
+        super().__init__(message)
+        self.consequence = consequence
 
 
 def _stripes(view, socks):
@@ -201,7 +206,7 @@ class Rank:
         except OSError as e:
             raise PeerError(f"rank {self.rank}: waiting for rank {peer} to be ready failed: {e}") from None
         if got != CLEAR_TO_SEND:
-            raise PeerError(f"rank {self.rank}: rank {peer} closed its connection")
+            raise PeerError(f"rank {self.rank}: rank {peer} closed its connection", consequence=True)
         return True
 
     def _send_some(self, sock, sending, to):
@@ -210,7 +215,7 @@ class Rank:
         except BlockingIOError:
             return
         except OSError as e:
-            raise PeerError(f"rank {self.rank}: sending to rank {to} failed: {e}") from None
+            raise PeerError(f"rank {self.rank}: sending to rank {to} failed: {e}", consequence=True) from None
         sending[sock] = sending[sock][sent:]
         if not len(sending[sock]):
             del sending[sock]
@@ -222,9 +227,10 @@ class Rank:
         except BlockingIOError:
             return
         except OSError as e:
-            raise PeerError(f"rank {self.rank}: receiving from rank {self._incoming[sock]} failed: {e}") from None
+            raise PeerError(f"rank {self.rank}: receiving from rank {self._incoming[sock]} failed: {e}",
+                            consequence=True) from None
         if got == 0:
-            raise PeerError(f"rank {self.rank}: rank {self._incoming[sock]} closed its connection")
+            raise PeerError(f"rank {self.rank}: rank {self._incoming[sock]} closed its connection", consequence=True)
         # Jumbo frames at 10 Mbit/s leave a few segments in flight; a delayed ACK then stalls the
         # sender. Linux leaves quickack mode on its own, so re-arm it after every read.
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_QUICKACK, 1)
@@ -271,7 +277,7 @@ def main(config):
                 wrong += int(np.count_nonzero(buf != expected))
             say(iteration=cmd["iteration"], t0=t0, ends=ends, steps=first, wrong=wrong)
     except (PeerError, OSError) as e:
-        say(error=str(e))
+        say(error=str(e), consequence=getattr(e, "consequence", False))
         return 1
     finally:
         for sock in rank.sockets():
