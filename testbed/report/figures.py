@@ -12,19 +12,27 @@ def _pyplot():
     return plt
 
 
-def busbw_by_size(rows, path, link_mbit, series=lambda row: row["algorithm"]):
-    """busbw / link rate against message size, one line per algorithm (or per series(row))."""
+def _log2_lines(rows, path, series, x, y, xlabel, ylabel, top, reference=None):
+    """One line of (row[x], row[y]) per series(row), x on a log-2 axis, y from 0 to top."""
     fig, ax = _pyplot().subplots(figsize=(7, 4.5))
     for name in dict.fromkeys(series(r) for r in rows):
-        mine = sorted((r["size"], r["busbw_over_link"]) for r in rows if series(r) == name)
-        ax.plot([s for s, _ in mine], [b for _, b in mine], marker="o", label=name)
+        mine = sorted((r[x], r[y]) for r in rows if series(r) == name)
+        ax.plot([a for a, _ in mine], [b for _, b in mine], marker="o", label=name)
+    if reference is not None:
+        ax.axhline(reference, color="grey", linewidth=0.5)
     ax.set_xscale("log", base=2)
-    ax.set_xlabel("message size (bytes)")
-    ax.set_ylabel(f"busbw / link rate ({link_mbit:g} Mbit/s)")
-    ax.set_ylim(0, 1.1)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_ylim(0, top)
     ax.grid(alpha=0.3)
     ax.legend()
     _save(fig, path)
+
+
+def busbw_by_size(rows, path, link_mbit, series=lambda row: row["algorithm"]):
+    """busbw / link rate against message size, one line per algorithm (or per series(row))."""
+    _log2_lines(rows, path, series, "size", "busbw_over_link", "message size (bytes)",
+                f"busbw / link rate ({link_mbit:g} Mbit/s)", 1.1)
 
 
 def flows_heatmap(panels, path):
@@ -164,16 +172,5 @@ def busbw_by_case(rows, path):
 def linear_ratio(rows, base_ranks, path):
     """The linear-scaling ratio against rank count, one line per system. rows: system, ranks,
     linear_ratio."""
-    plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for system in dict.fromkeys(r["system"] for r in rows):
-        mine = sorted((r["ranks"], r["linear_ratio"]) for r in rows if r["system"] == system)
-        ax.plot([n for n, _ in mine], [v for _, v in mine], marker="o", label=system)
-    ax.axhline(1.0, color="grey", linewidth=0.5)
-    ax.set_xscale("log", base=2)
-    ax.set_xlabel("ranks (N)")
-    ax.set_ylabel(f"throughput(N) / ((N/{base_ranks}) x throughput({base_ranks}))")
-    ax.set_ylim(0, 1.15)
-    ax.grid(alpha=0.3)
-    ax.legend()
-    _save(fig, path)
+    _log2_lines(rows, path, lambda r: r["system"], "ranks", "linear_ratio", "ranks (N)",
+                f"throughput(N) / ((N/{base_ranks}) x throughput({base_ranks}))", 1.15, reference=1.0)
