@@ -19,6 +19,7 @@ from testbed import routing
 from testbed.collectives.placements import place
 from testbed.collectives.schedules import HalvingDoubling
 from testbed.collectives.training import compute_seconds, linear_ratio, train
+from testbed.emulation import preflight
 from testbed.emulation.network import Emulation
 from testbed.errors import TestbedError
 from testbed.fidelity.capacity import capacity, check_link_rate, check_mtu, largest_faithful_ranks
@@ -85,13 +86,14 @@ def prepare(args):
     if args.topology != "(per system)":
         raise TestbedError(f"{NAME} builds its own fabrics per system and rank count: leave out --topology")
     rank_counts = sorted(set(counts(args.ranks, "--ranks")))
-    most = largest_faithful_ranks(args.rate, args.mtu)
+    datapath = preflight.datapath()      # the userspace datapath's limit must not cap the kernel's
+    most = largest_faithful_ranks(args.rate, args.mtu, datapath)
     for n in rank_counts:
         if n < 2 or n & (n - 1):
             raise TestbedError(f"--ranks: {n} is not a power of two of 2 or more (halving-doubling needs one)")
         if n > most:
             raise TestbedError(f"--ranks: {n} ranks at {args.rate:g} Mbit/s offer more than this machine forwards "
-                               f"faithfully (about {capacity(args.mtu)} Mbit/s): use up to {most} ranks, "
+                               f"faithfully (about {capacity(args.mtu, datapath)} Mbit/s): use up to {most} ranks, "
                                "or a lower --rate")
     systems = names(args.systems, "--systems", SYSTEMS)
     if not 0.05 <= args.comm_share <= 0.95:
