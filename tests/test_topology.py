@@ -93,3 +93,11 @@ def test_from_spec():
         from_spec("bigraph:two,8")
     with pytest.raises(TestbedError, match="even switch count"):
         from_spec("bigraph:2,7")
+
+
+@pytest.mark.parametrize("topo", [BiGraph(2, 8), LeafSpine(4, 2, 2), HPN7(2, 2, 2, 2)], ids=lambda t: t.name)
+def test_link_delay_sits_at_switch_egress_and_every_path_keeps_it(topo):
+    topo.delay = 3.0
+    for route in deterministic_routes(topo).values():
+        held = sum(topo.switch_delay(topo.link_at(hop.switch, hop.out_port)) for hop in route.hops)
+        assert held == pytest.approx(3.0 * (len(route.hops) + 1)), route   # links = switches + 1

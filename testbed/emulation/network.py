@@ -193,7 +193,7 @@ class Emulation:
                 for nic in h.ports:
                     if self.topo.shared_nic_address:   # a bonded NIC's address, on both ports; routes below
                         shaping.address(ipr, nic.intf, nic.ip, 32)
-                    shaping.shape(ipr, nic.intf, self.topo.rate, self.topo.queue, self.mtu, self.topo.delay)
+                    shaping.shape(ipr, nic.intf, self.topo.rate, self.topo.queue, self.mtu)
                     shaping.static_neighbours(ipr, nic.intf, self.topo.peers(nic))
                 for prefix, ifnames, metric in self.routing.host_routes.get(h.name, []):
                     shaping.route(ipr, prefix, ifnames, h.ports[0].ip, metric)
@@ -224,7 +224,7 @@ class Emulation:
             for intf, link in self.topo.switch_ports():
                 with open(f"/proc/sys/net/ipv6/conf/{intf}/disable_ipv6", "w") as f:
                     f.write("1")
-                shaping.shape(ipr, intf, link.rate, link.queue, self.mtu, self.topo.delay)
+                shaping.shape(ipr, intf, link.rate, link.queue, self.mtu, self.topo.switch_delay(link))
 
     def _vital_parts(self):
         """The watchdog's checks: None while the part runs, else what died and what to do."""

@@ -2,11 +2,12 @@
 
 Each end of a link gets, on egress: HTB root 1: -> class 1:10 at the link rate -> pfifo 10: with the
 link's queue limit in packets. Shaping both ends shapes both directions. With a link delay the leaf is
-netem 10: instead, which holds each packet for the delay in its own FIFO of the same limit (its queue
-length then counts the packets on the wire as well as those waiting).
+netem 10: instead, which holds each packet for the delay in its own FIFO (its queue length counts the
+packets on the wire as well as those waiting, so its limit is the queue limit plus the wire's).
 """
 import ctypes
 import gzip
+import math
 import os
 import platform
 from contextlib import contextmanager
@@ -89,8 +90,10 @@ def shape(ipr, ifname, rate_mbit, queue_packets, mtu, delay_ms=0.0):
     # (busbw above the link rate was measured with two). quantum = frame keeps HTB from warning.
     ipr.tc("add-class", "htb", index, HTB_CLASS, parent=HTB_ROOT, rate=f"{round(rate_mbit * 1000)}kbit",
            ceil=f"{round(rate_mbit * 1000)}kbit", burst=frame, cburst=frame, quantum=frame, mtu=frame)
-    if delay_ms:
-        ipr.tc("add", "netem", index, FIFO, parent=HTB_CLASS, delay=round(delay_ms * 1000), limit=queue_packets)
+    if delay_ms:   # netem's FIFO also holds the packets on the wire: room for them above the limit
+        on_wire = math.ceil(rate_mbit * 1e6 / 8 * delay_ms / 1000 / frame)
+        ipr.tc("add", "netem", index, FIFO, parent=HTB_CLASS, delay=round(delay_ms * 1000),
+               limit=queue_packets + on_wire)
     else:
         ipr.tc("add", "pfifo", index, FIFO, parent=HTB_CLASS, limit=queue_packets)
 

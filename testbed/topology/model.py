@@ -91,7 +91,7 @@ def positive_int(name, value):
 class Topology:
     """Base class: call the add_* helpers from build()."""
     shared_nic_address = False   # True: a host's NIC ports share one IP and MAC (one bonded NIC)
-    delay = 0.0                  # ms each link end holds a packet (netem), both directions; 0: none
+    delay = 0.0                  # ms one-way delay of every link (netem; see egress_delay); 0: none
 
     def __init__(self, rate=DEFAULT_RATE, queue=DEFAULT_QUEUE):
         if not rate > 0:
@@ -193,6 +193,15 @@ class Topology:
         """(interface, link) for every switch end of a link: the interfaces in the root namespace."""
         return [(interface(node, port), link) for link in self.links
                 for node, port in link.ends() if node in self.switches]
+
+    def switch_delay(self, link):
+        """The netem delay (ms) at a switch's end of link; hosts' ends get none. A host's egress must
+        not have netem: netem releases a packet from its socket as it takes it, which blinds TCP's
+        small-queue limit to the host's NIC queue, and that queue then fills, with the ACKs of the
+        host's incoming flow behind it. The switch end of a host's link holds its packets for both
+        directions instead: every host-to-host path starts and ends on such a link, so each path
+        keeps `delay` per link, one way."""
+        return self.delay * (2 if link.a in self.hosts or link.b in self.hosts else 1)
 
     def fabric_ports(self):
         """[(interface, (switch, port))] for the sending end of every directed switch-to-switch link."""
