@@ -94,6 +94,8 @@ git ls-files -z --cached --others --exclude-standard | tar -c --null -T - | tar 
 cp -r "$WHEELS" "$MNT/root/wheels"
 
 # The guest's job: the README's commands, each timed; then power off.
+RUN_COMMAND=0
+[ -n "$(printf %s "$COMMAND" | tr -d '[:space:]')" ] && RUN_COMMAND=1
 cat > "$MNT/root/vm-check-job.sh" <<EOF
 #!/bin/bash
 exec > >(tee /root/vm-check.log > /dev/ttyS0) 2>&1
@@ -109,7 +111,7 @@ echo "== guest: \$(uname -r), \$(nproc) CPUs, \$(awk '/MemTotal/ {print int(\$2/
 step setup ./setup.sh
 echo "== datapath: \$(.venv/bin/python -c 'from testbed.emulation.preflight import datapath; print(datapath())')"
 echo "== netem: \$(modprobe sch_netem 2>/dev/null && echo available || echo absent)"
-if [ -n "$(printf %s "$COMMAND" | tr -d ' ')" ]; then
+if [ $RUN_COMMAND = 1 ]; then
   step command bash -c $(printf %q "$COMMAND")
 elif [ $QUICK = 1 ]; then
   step fabric_check ./setup.sh run fabric_check

@@ -13,7 +13,7 @@ from scenarios.common import add_fabric_arguments, at_least, counts, fabric
 from testbed import routing
 from testbed.emulation.network import Emulation
 from testbed.errors import TestbedError
-from testbed.fidelity.verdict import KERNEL_QUEUE_CAVEAT, describe_all
+from testbed.fidelity.verdict import describe_all
 from testbed.probes.incast import roles, run_fanins
 from testbed.report import figures
 
@@ -79,8 +79,6 @@ def run(plan, results):
         about["seconds"] = round(time.monotonic() - started, 1)
         about["datapath"] = emu.datapath
     print(describe_all(rows, lambda r: f"fan-in {r['fanin']}"))
-    if about["datapath"] == "kernel":
-        print(f"note: {KERNEL_QUEUE_CAVEAT}")
     results.figure("queue.png", figures.queue_over_time, series, limit=topo.queue)
     print(results.listing())
     return 0

@@ -19,7 +19,7 @@ from mininet.log import setLogLevel
 from mininet.net import Mininet
 from mininet.node import Host, OVSSwitch
 
-from testbed.emulation import ovs, preflight, runrecord, sendbuffer, shaping
+from testbed.emulation import ovs, preflight, runrecord, sendbuffer, shaping, txcompletion
 from testbed.emulation.controller import Controller
 from testbed.emulation.programs import LOOPBACK, POPEN, Program, argv
 from testbed.emulation.watchdog import Watchdog
@@ -159,6 +159,8 @@ class Emulation:
             net.start()
             # After start: adding a port to OVS deletes the root qdisc of its interface.
             self._shape_switch_ports()
+            if self.datapath == "kernel":
+                txcompletion.free_on_send([intf for intf, link in topo.switch_ports() if topo.is_host_link(link)])
         except SystemExit:  # Mininet reports errors with exit(1)
             raise TestbedError("Mininet gave up building the network (its message is above)") from None
         waited = self.controller.wait_ready({s.name: s.dpid for s in topo.switches.values()})

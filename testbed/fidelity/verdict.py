@@ -78,11 +78,6 @@ class CpuMonitor:
                 "emulator_bottleneck": bound or self.machine_busy >= MACHINE_SATURATED}
 
 
-KERNEL_QUEUE_CAVEAT = ("on the kernel datapath a packet stays charged to its sender's socket until it leaves the "
-                       "switch queue, so a switch queue holds no more than the senders' send buffers allow: the "
-                       "queues and drops here understate a real switch's")
-
-
 def flag(result):
     """The verdict as a table column: ABOVE-LINK for a result faster than the link allows (an idle
     shaped link lets a burst through at once), BOTTLENECK when the emulator's CPU was saturated."""

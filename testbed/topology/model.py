@@ -201,7 +201,10 @@ class Topology:
         host's incoming flow behind it. The switch end of a host's link holds its packets for both
         directions instead: every host-to-host path starts and ends on such a link, so each path
         keeps `delay` per link, one way."""
-        return self.delay * (2 if link.a in self.hosts or link.b in self.hosts else 1)
+        return self.delay * (2 if self.is_host_link(link) else 1)
+
+    def is_host_link(self, link):
+        return link.a in self.hosts or link.b in self.hosts
 
     def fabric_ports(self):
         """[(interface, (switch, port))] for the sending end of every directed switch-to-switch link."""
