@@ -30,11 +30,10 @@ def fabric(args, spec=None):
     """The topology the fabric options describe (spec overrides --topology), checked."""
     check_mtu(args.mtu)
     check_link_rate(args.rate)
-    topo = from_spec(spec or args.topology, rate=args.rate, queue=args.queue)
+    topo = from_spec(spec or args.topology, rate=args.rate, queue=args.queue, delay=check_delay(args.delay))
     if len(topo.hosts) < 2:
         raise TestbedError(f"{topo.name} has {len(topo.hosts)} host: a fabric needs at least 2 to carry traffic")
     check_queue(topo, args.mtu)
-    topo.delay = check_delay(args.delay)
     return topo
 
 

@@ -74,9 +74,7 @@ def prepare(args):
         raise TestbedError(f"{NAME} needs an HPN7 fabric of 2 or more segments (got {base.name}): "
                            "use e.g. --topology hpn7:2,2,2,2")
     forms = [HPN7(base.segments, base.servers, base.rails, base.aggs, planes=p, uplink_ratio=base.uplink_ratio,
-                  rate=base.rate, queue=base.queue) for p in (1, 2)]
-    for form in forms:
-        form.delay = base.delay
+                  rate=base.rate, queue=base.queue, delay=base.delay) for p in (1, 2)]
     place(ALLREDUCE, forms[0])
     ranks = len(place(ALLREDUCE, forms[0])[1])
     at_least(args.bytes, ELEMENT_BYTES * ranks, "--bytes", f" ({ELEMENT_BYTES} per rank)")

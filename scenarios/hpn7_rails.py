@@ -67,9 +67,7 @@ def prepare(args):
         raise TestbedError(f"{NAME} needs a dual-ToR HPN7 fabric of 2 or more segments and an even number (2 or "
                            f"more) of servers per segment (got {base.name}): use e.g. --topology hpn7:2,4,2,2")
     forms = [HPN7(base.segments, base.servers, base.rails, base.aggs, planes=p, uplink_ratio=base.uplink_ratio,
-                  rate=base.rate, queue=base.queue) for p in (1, 2)]
-    for form in forms:
-        form.delay = base.delay
+                  rate=base.rate, queue=base.queue, delay=base.delay) for p in (1, 2)]
     largest = max(len(hosts) for group in cases(forms[0]).values() for hosts in group)
     at_least(args.bytes, ELEMENT_BYTES * largest, "--bytes", f" ({ELEMENT_BYTES} per rank)")
     iters = at_least(args.iters, 1, "--iters")

@@ -46,19 +46,19 @@ def add_arguments(parser):
     parser.add_argument("--batch", type=int, default=32, help="samples per rank per iteration (default %(default)s)")
 
 
-def system_fabric(system, ranks, rate, queue):
+def system_fabric(system, ranks, rate, queue, delay):
     """(topology, routing mode, allreduce variant, host per rank) of a system at N ranks."""
     if system in ("bigraph-hdrm", "bigraph-ring"):
         n = 8 if ranks >= 8 else ranks
-        topo = BiGraph(ranks // n, n, rate=rate, queue=queue)
+        topo = BiGraph(ranks // n, n, rate=rate, queue=queue, delay=delay)
         variant = "hdrm" if system == "bigraph-hdrm" else "ring_topo"
         return topo, "deterministic", variant, place(variant, topo)
     if system == "clos-ecmp-hd":
         per_leaf = min(4, ranks // 2)
-        topo = LeafSpine(ranks // per_leaf, 4, per_leaf, rate=rate, queue=queue)
+        topo = LeafSpine(ranks // per_leaf, 4, per_leaf, rate=rate, queue=queue, delay=delay)
         return topo, "ecmp", "hd", place("hd", topo)
     servers = max(2, ranks // PER_SERVER)           # a BiGraph needs 2 switches; at N = 4 one is idle
-    topo = BiGraph(1, servers, rate=rate, queue=queue)
+    topo = BiGraph(1, servers, rate=rate, queue=queue, delay=delay)
     schedule = HalvingDoubling()
     schedule.check(ranks)
     hosts = [topo.host_at(r // PER_SERVER, 0).name for r in range(ranks)]
@@ -99,10 +99,8 @@ def prepare(args):
     if not 0.05 <= args.comm_share <= 0.95:
         raise TestbedError(f"--comm-share must be between 0.05 and 0.95 (got {args.comm_share})")
     size = at_least(args.gradient_bytes, 4 * max(rank_counts), "--gradient-bytes", " (4 per rank)")
-    points = [(s, n, *system_fabric(s, n, args.rate, args.queue)) for s in systems for n in rank_counts]
     delay = check_delay(args.delay)
-    for point in points:
-        point[2].delay = delay
+    points = [(s, n, *system_fabric(s, n, args.rate, args.queue, delay)) for s in systems for n in rank_counts]
     base = rank_counts[0]
     compute = compute_seconds(size, base, points[0][2].bytes_per_s, args.comm_share)
     return Plan(points, args.mtu, size, compute, at_least(args.iters, 1, "--iters"),

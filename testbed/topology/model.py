@@ -91,13 +91,13 @@ def positive_int(name, value):
 class Topology:
     """Base class: call the add_* helpers from build()."""
     shared_nic_address = False   # True: a host's NIC ports share one IP and MAC (one bonded NIC)
-    delay = 0.0                  # ms one-way delay of every link (netem; see egress_delay); 0: none
 
-    def __init__(self, rate=DEFAULT_RATE, queue=DEFAULT_QUEUE):
+    def __init__(self, rate=DEFAULT_RATE, queue=DEFAULT_QUEUE, delay=0.0):
         if not rate > 0:
             raise TestbedError(f"link rate must be positive (got {rate!r} Mbit/s): use e.g. --rate 10")
         positive_int("queue (packets)", queue)
         self.rate, self.queue = float(rate), queue
+        self.delay = delay       # ms one-way delay of every link (netem; see switch_delay); 0: none
         self.hosts, self.switches, self.links = {}, {}, []
         self._ports_used = {}
         self.build()

@@ -47,7 +47,7 @@ def bits_per_s(text):
     return float(found.group(1)) * UNITS[found.group(2)]
 
 
-def load(path, rate, queue):
+def load(path, rate, queue, delay=0.0):
     """The HPN7 a SimAI AlibabaHPN file describes, links at `rate` Mbit/s for the NICs and scaled alike."""
     path = Path(path)
     try:
@@ -89,7 +89,7 @@ def load(path, rate, queue):
                            "the testbed gives each tier one rate")
     ratio = (up_bw.pop() / next(iter(nic_bw))) if up_bw else 1.0
     topo = HPN7(segments, servers_per_segment, rails, len(aggs) // 2, planes=planes, rate=rate, queue=queue,
-                uplink_ratio=ratio)
+                delay=delay, uplink_ratio=ratio)
     names = _names(topo, gpus, nvswitches, tors, aggs)
     file_links = {frozenset((names[int(a)], names[int(b)])) for a, b, *_ in links
                   if int(a) not in nv_ids and int(b) not in nv_ids}

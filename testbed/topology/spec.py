@@ -11,17 +11,17 @@ KINDS = {"bigraph": (BiGraph, "m,n[,c]"), "leafspine": (LeafSpine, "leaves,spine
 FORMS = " | ".join(f"{kind}:{form}" for kind, (_, form) in KINDS.items()) + " | simai:FILE"
 
 
-def from_spec(spec, rate=DEFAULT_RATE, queue=DEFAULT_QUEUE):
+def from_spec(spec, rate=DEFAULT_RATE, queue=DEFAULT_QUEUE, delay=0.0):
     """'bigraph:2,8' -> BiGraph(2, 8, rate=rate, queue=queue); see KINDS for each kind's numbers;
     'simai:FILE' reads a SimAI topology file (see simai)."""
     kind, _, numbers = spec.partition(":")
     if kind == "simai":
-        return simai.load(numbers, rate, queue)
+        return simai.load(numbers, rate, queue, delay)
     if kind not in KINDS:
         raise TestbedError(f"unknown topology {kind!r}: use one of {FORMS.replace(' |', ',')}")
     cls, form = KINDS[kind]
     try:
         args = [int(x) for x in numbers.split(",")] if numbers else []
-        return cls(*args, rate=rate, queue=queue)
+        return cls(*args, rate=rate, queue=queue, delay=delay)
     except (ValueError, TypeError):
         raise TestbedError(f"topology {spec!r} should read {kind}:{form} with whole numbers") from None
