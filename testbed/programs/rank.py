@@ -136,8 +136,8 @@ class Rank:
             data += part
         return data
 
-    def allreduce(self, buf, staging, steps):
-        """Runs the steps; returns each step's end time.
+    def allreduce(self, plan):
+        """Runs plan's steps on plan.buf; returns each step's end time.
 
         Every step's receive is posted up front, into its own staging buffer, and every socket
         is read whenever it has data, also for later steps: a peer that is a step ahead is never
@@ -146,29 +146,20 @@ class Rank:
         data is ready, i.e. once the previous step is reduced; a message larger than the eager
         limit that starts a new flow waits, as in MPI's rendezvous protocol, for the receiver's
         clear-to-send."""
-        as_bytes = lambda a: memoryview(a).cast("B")
-        posted = {sock: deque() for sock in self._incoming}
-        left, arriving = [], []        # per step: bytes still to come, the sockets they come on
-        for i, (s, area) in enumerate(zip(steps, staging)):
-            parts = _stripes(as_bytes(area), self.inc[s.recv_from])
-            for sock, part in parts.items():
-                posted[sock].append([i, part])
-            left.append(sum(len(part) for part in parts.values()))
-            arriving.append(list(parts))
-        ends = []
-        for i, s in enumerate(steps):
-            if left[i] > self.eager_limit and starts_flow(steps, i, "recv_from"):
-                self._clear_to_send(arriving[i], s.recv_from)
-            message = as_bytes(buf[slice(*s.send)])
-            sending = _stripes(message, self.out[s.send_to])
-            rendezvous = len(message) > self.eager_limit and starts_flow(steps, i, "send_to")
-            await_cts = set(sending) if rendezvous else set()
-            for sock in [sock for sock in sending if sock not in await_cts]:
-                self._send_some(sock, sending, s.send_to)      # a non-blocking send needs no select first
+        buf, staging = plan.buf, plan.staging
+        posted = {sock: deque(parts) for sock, parts in plan.posted.items()}
+        left, ends = list(plan.sizes), []
+        for i, s in enumerate(plan.steps):
+            if plan.clear_to_send[i]:
+                self._clear_to_send(plan.arriving[i], s.recv_from)
+            sending = dict(plan.sends[i])
+            await_cts = set(sending) if plan.rendezvous[i] else set()
+            if not await_cts:
+                for sock in list(sending):
+                    self._send_some(sock, sending, s.send_to)   # a non-blocking send needs no select first
             while sending or left[i]:
-                reading = [sock for sock, queue in posted.items() if queue] + list(await_cts)
                 ready = [sock for sock in sending if sock not in await_cts]
-                readable, writable, _ = select.select(reading, ready, [], self.timeout)
+                readable, writable, _ = select.select(list(posted) + list(await_cts), ready, [], self.timeout)
                 if not readable and not writable:
                     waiting = (f"data from rank {s.recv_from}" if left[i] else
                                f"rank {s.send_to} to be ready" if await_cts else f"rank {s.send_to} to take data")
@@ -180,7 +171,7 @@ class Rank:
                         if self._take_cts(sock, s.send_to):
                             await_cts.discard(sock)
                     else:
-                        self._recv_some(sock, posted[sock], left)
+                        self._recv_some(sock, posted, left, plan.quickack)
             lo, hi = s.recv
             if s.reduce:
                 np.add(buf[lo:hi], staging[i], out=buf[lo:hi])
@@ -220,7 +211,8 @@ class Rank:
         if not len(sending[sock]):
             del sending[sock]
 
-    def _recv_some(self, sock, queue, left):
+    def _recv_some(self, sock, posted, left, quickack):
+        queue = posted[sock]
         step, part = queue[0]
         try:
             got = sock.recv_into(part)
@@ -231,13 +223,45 @@ class Rank:
                             consequence=True) from None
         if got == 0:
             raise PeerError(f"rank {self.rank}: rank {self._incoming[sock]} closed its connection", consequence=True)
-        # Jumbo frames at 10 Mbit/s leave a few segments in flight; a delayed ACK then stalls the
-        # sender. Linux leaves quickack mode on its own, so re-arm it after every read.
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_QUICKACK, 1)
-        queue[0][1] = part[got:]
+        # Jumbo frames at 10 Mbit/s leave a few segments of a large message in flight; a delayed ACK
+        # then stalls the sender, so re-arm quickack (Linux leaves it on its own) after every read.
+        # Small messages are one frame each and never wait for an ACK: their ACKs are delayed and
+        # coalesced (quickack off), which spares the switches a packet per message.
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_QUICKACK, quickack[step])
         left[step] -= got
-        if not len(queue[0][1]):
+        if got < len(part):
+            queue[0] = (step, part[got:])
+        elif len(queue) > 1:
             queue.popleft()
+        else:
+            del posted[sock]
+
+
+class Plan:
+    """One allreduce of `count` elements as this rank runs it, worked out once per count: its
+    buffers, each step's stripes per connection, which steps rendezvous and which ACK at once."""
+
+    def __init__(self, rank, count):
+        self.steps = steps = rank.schedule.steps(rank.rank, rank.ranks, count)
+        self.data, self.expected = rank_input(rank.rank, count), expected_sum(rank.ranks, count)
+        self.buf = np.empty(count, dtype=DTYPE)
+        self.staging = [np.empty(s.recv[1] - s.recv[0], dtype=DTYPE) for s in steps]
+        as_bytes = lambda a: memoryview(a).cast("B")
+        self.posted = {}                    # socket -> [(step, its part of the step's staging)]
+        self.arriving, self.sizes, self.sends = [], [], []
+        self.clear_to_send, self.rendezvous, self.quickack = [], [], []
+        for i, (s, area) in enumerate(zip(steps, self.staging)):
+            parts = _stripes(as_bytes(area), rank.inc[s.recv_from])
+            for sock, part in parts.items():
+                self.posted.setdefault(sock, []).append((i, part))
+            size = sum(len(part) for part in parts.values())
+            self.arriving.append(list(parts))
+            self.sizes.append(size)
+            self.clear_to_send.append(size > rank.eager_limit and starts_flow(steps, i, "recv_from"))
+            self.quickack.append(int(size > rank.eager_limit))
+            message = as_bytes(self.buf[slice(*s.send)])
+            self.sends.append(list(_stripes(message, rank.out[s.send_to]).items()))
+            self.rendezvous.append(len(message) > rank.eager_limit and starts_flow(steps, i, "send_to"))
 
 
 def say(**msg):
@@ -250,19 +274,13 @@ def main(config):
     try:
         rank.connect()
         say(ready=True)
-        prepared = {}
+        plan = None
         for line in sys.stdin:
             cmd = json.loads(line)
             if cmd.get("quit"):
                 break
-            count = cmd["count"]
-            if count not in prepared:
-                prepared.clear()
-                steps = rank.schedule.steps(rank.rank, rank.ranks, count)
-                prepared[count] = (rank_input(rank.rank, count), expected_sum(rank.ranks, count),
-                                   np.empty(count, dtype=DTYPE),
-                                   [np.empty(s.recv[1] - s.recv[0], dtype=DTYPE) for s in steps], steps)
-            data, expected, buf, staging, steps = prepared[count]
+            if plan is None or len(plan.buf) != cmd["count"]:
+                plan = Plan(rank, cmd["count"])
             # A batch runs back to back, as nccl-tests launches its iterations: a rank that is done
             # starts the next at once; the data of each connection stays in order, so iterations
             # never mix. The first iteration's step ends show a straggling flow.
@@ -270,11 +288,11 @@ def main(config):
             for _ in range(cmd.get("repeat", 1)):
                 if cmd.get("compute_s"):        # a training step's modelled computation, before its allreduce
                     time.sleep(cmd["compute_s"])
-                np.copyto(buf, data)
-                step_ends = rank.allreduce(buf, staging, steps)
+                np.copyto(plan.buf, plan.data)
+                step_ends = rank.allreduce(plan)
                 first = first or step_ends
                 ends.append(step_ends[-1] if step_ends else time.monotonic())
-                wrong += int(np.count_nonzero(buf != expected))
+                wrong += int(np.count_nonzero(plan.buf != plan.expected))
             say(iteration=cmd["iteration"], t0=t0, ends=ends, steps=first, wrong=wrong)
     except (PeerError, OSError) as e:
         say(error=str(e), consequence=getattr(e, "consequence", False))
