@@ -99,8 +99,7 @@ def allreduce_trial(emu, plan, folder, queue_ports):
         with Observation(emu, folder, queue_ports) as seen, CpuMonitor() as cpu:
             results = [ranks.iterate(count, i + 1, timeout=120) for i in range(plan.iters)]
     row = result_row(ALLREDUCE, plan.size, [r["time"] for r in results], sum(r["wrong"] for r in results),
-                     len(hosts), emu.topo.rate)
-    row["busbw_over_nic"] = round(row["busbw_over_link"] / 2, 3)        # a bonded NIC: two ports
+                     len(hosts), emu.topo.rate, ports=emu.topo.tors)        # a bonded NIC: a port per ToR
     return row, seen, cpu.result()
 
 

@@ -92,9 +92,8 @@ def run_case(emu, case, groups, plan):
     for k, hosts in enumerate(groups):
         mine = [iteration[k] for iteration in results]
         row = result_row("ring", plan.size, [r["time"] for r in mine], sum(r["wrong"] for r in mine), len(hosts),
-                         topo.rate)
-        row.update(planes=topo.planes, case=case, collective=k, ranks=len(hosts),
-                   busbw_over_nic=round(row["busbw_over_link"] / 2, 3), **cpu.result())
+                         topo.rate, ports=topo.tors)
+        row.update(planes=topo.planes, case=case, collective=k, ranks=len(hosts), **cpu.result())
         rows.append(row)
     return rows
 

@@ -19,6 +19,14 @@ def test_a_row_reports_the_mean_median_and_p99_and_flags_busbw_above_the_link():
     assert fast["above_link"] and fast["busbw_over_link"] > 1
 
 
+def test_a_dual_port_nic_may_carry_up_to_two_links():
+    """HPN7's bonded NIC: busbw between one and two links is possible, beyond two it is not."""
+    two_links = result_row("ring", 1 << 20, [1.5], 0, 16, 10, ports=2)      # 10.5 Mbit/s of busbw: 1.05 links
+    assert two_links["busbw_over_link"] > 1 and not two_links["above_link"]
+    assert two_links["busbw_over_nic"] == pytest.approx(two_links["busbw_over_link"] / 2, abs=0.001)
+    assert result_row("ring", 1 << 20, [0.5], 0, 16, 10, ports=2)["above_link"]     # 3.1 links
+
+
 def test_hockney_recovers_alpha_and_beta():
     ranks, steps, alpha, beta = 16, 8, 300e-6, 800e-9
     rows = [{"size": n, "time_us": (steps * alpha + 2 * n * (ranks - 1) / ranks * beta) * 1e6}
