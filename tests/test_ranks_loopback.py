@@ -1,6 +1,8 @@
 """Real socket workers on loopback (no root): exact results, and a dead peer ends the run quickly."""
 import os
 import signal
+import socket
+import struct
 import time
 from types import SimpleNamespace
 
@@ -9,7 +11,7 @@ import pytest
 from testbed.collectives.coordinator import AllreduceError, Coordinator, loopback_launcher
 from testbed.collectives.schedules import ALGORITHMS
 from testbed.emulation.programs import free_port
-from testbed.programs.rank import EAGER_LIMIT, Plan, starts_flow
+from testbed.programs.rank import EAGER_LIMIT, SO_MAX_PACING_RATE, UNPACED, Plan, starts_flow
 
 
 @pytest.mark.parametrize("algorithm,ranks", [("ring", 3), ("ring", 8), ("hd", 4), ("hd", 8)])
@@ -79,15 +81,15 @@ def test_both_ends_agree_which_messages_wait_for_clear_to_send(algorithm):
 
 
 @pytest.mark.parametrize("algorithm", sorted(ALGORITHMS))
-def test_plan_acks_at_once_and_rendezvous_only_above_the_eager_limit(algorithm):
-    """One-frame messages get delayed, coalesced ACKs and go eagerly; larger ones are ACKed after
-    every read, and wait for a clear-to-send where they start a flow."""
-    ranks, count = 8, 64 * 1024                       # 256 KiB: steps from 16 KiB up to 128 KiB
+def test_plan_paces_acks_and_rendezvous_only_above_the_eager_limit(algorithm):
+    """One-frame messages go unpaced and eagerly, and get delayed, coalesced ACKs; larger ones are
+    paced, ACKed after every read, and wait for a clear-to-send where they start a flow."""
+    ranks, count, pacing = 8, 64 * 1024, 10 ** 6        # 256 KiB: steps from 16 KiB up to 128 KiB
     for r in range(ranks):
-        peers = {p: [object()] for p in range(ranks) if p != r}
+        peers = {p: [socket.socket()] for p in range(ranks) if p != r}
         rank = SimpleNamespace(schedule=ALGORITHMS[algorithm](), rank=r, ranks=ranks, inc=peers, out=peers,
-                               eager_limit=EAGER_LIMIT)
-        for n in (256, count):                        # 1 KiB and 256 KiB allreduces
+                               eager_limit=EAGER_LIMIT, pacing=pacing, paced=[s for [s] in peers.values()])
+        for n in (256, count):                          # 1 KiB and 256 KiB allreduces
             plan = Plan(rank, n)
             for i, step in enumerate(plan.steps):
                 large = 4 * (step.recv[1] - step.recv[0]) > EAGER_LIMIT
@@ -96,3 +98,8 @@ def test_plan_acks_at_once_and_rendezvous_only_above_the_eager_limit(algorithm):
                 assert plan.clear_to_send[i] == (large and starts_flow(plan.steps, i, "recv_from"))
                 sends_large = 4 * (step.send[1] - step.send[0]) > EAGER_LIMIT
                 assert plan.rendezvous[i] == (sends_large and starts_flow(plan.steps, i, "send_to"))
+                [sock] = peers[step.send_to]
+                rate = struct.unpack("=Q", sock.getsockopt(socket.SOL_SOCKET, SO_MAX_PACING_RATE, 8))[0]
+                assert rate == (pacing if sends_large else UNPACED)
+        for [sock] in peers.values():
+            sock.close()
