@@ -83,6 +83,7 @@ class Rank:
             # waited on each other (HDRM at 1 MiB, median of 10 iterations in 3 runs each: 2.03-2.53 s
             # unpaced, 1.72-2.22 s paced). A peer on the same host (a server's accelerators, which
             # share its NIC) is reached inside the host, unshaped and unpaced, as over PCIe or NVLink.
+            # A Plan lifts the limit where every message is one frame.
             sock.setsockopt(socket.SOL_SOCKET, SO_MAX_PACING_RATE, int(self.pacing))
             # CUBIC, not the machine's default (BBR here): with no loss it leaves a paced flow at the
             # pacing rate, while BBR cuts its window to 4 packets for 200 ms every 10 s and paces
