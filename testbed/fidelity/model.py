@@ -7,8 +7,8 @@ on an idle fabric (``idle_step_us``). A step of a large message takes its bytes 
 times the most flows that share a link in that step (the routes say how many). ``model_us`` adds,
 step by step, whichever is larger. A result near the model was measured; one far above it was made
 by the emulator: ranks and ovs-vswitchd waiting for the 2 cores (``judge``), whether or not the CPU
-counters reached their saturation thresholds (at 64 ranks small steps took 1.5-2.2 times the model
-with the machine 85-89% busy).
+counters reached their saturation thresholds (at 64 ranks HD's small steps took 1.4-2.2 times the
+model with the machine 85-89% busy).
 """
 import numpy as np
 
