@@ -9,6 +9,7 @@ from types import SimpleNamespace
 import pytest
 
 from testbed.collectives.coordinator import AllreduceError, Coordinator, loopback_launcher
+from testbed.collectives.data import ELEMENT_BYTES
 from testbed.collectives.schedules import ALGORITHMS
 from testbed.emulation.programs import free_port
 from testbed.programs.rank import EAGER_LIMIT, SO_MAX_PACING_RATE, UNPACED, Plan, starts_flow
@@ -92,11 +93,11 @@ def test_plan_paces_acks_and_rendezvous_only_above_the_eager_limit(algorithm):
         for n in (256, count):                          # 1 KiB and 256 KiB allreduces
             plan = Plan(rank, n)
             for i, step in enumerate(plan.steps):
-                large = 4 * (step.recv[1] - step.recv[0]) > EAGER_LIMIT
-                assert plan.sizes[i] == 4 * (step.recv[1] - step.recv[0])
+                large = ELEMENT_BYTES * (step.recv[1] - step.recv[0]) > EAGER_LIMIT
+                assert plan.sizes[i] == ELEMENT_BYTES * (step.recv[1] - step.recv[0])
                 assert plan.quickack[i] == int(large)
                 assert plan.clear_to_send[i] == (large and starts_flow(plan.steps, i, "recv_from"))
-                sends_large = 4 * (step.send[1] - step.send[0]) > EAGER_LIMIT
+                sends_large = ELEMENT_BYTES * (step.send[1] - step.send[0]) > EAGER_LIMIT
                 assert plan.rendezvous[i] == (sends_large and starts_flow(plan.steps, i, "send_to"))
                 [sock] = peers[step.send_to]
                 rate = struct.unpack("=Q", sock.getsockopt(socket.SOL_SOCKET, SO_MAX_PACING_RATE, 8))[0]

@@ -75,8 +75,11 @@ class Rank:
         self.paced = []                 # sockets that send to another host, when pacing
         self._incoming = {}             # socket -> the peer it receives from
 
+    def _paces(self, peer):
+        return bool(self.pacing) and self.addresses[peer][0] != self.addresses[self.rank][0]
+
     def _tune(self, sock, peer):
-        if self.pacing and self.addresses[peer][0] != self.addresses[self.rank][0]:
+        if self._paces(peer):
             # Pace at the link rate, as an RDMA NIC paces a queue pair. Unpaced, TCP's window beyond
             # the path's capacity waits in the switch queues, whose links all run at the same rate
             # and so never drain them: round trips grew to 50-110 ms and HD's dependent steps
@@ -131,8 +134,7 @@ class Rank:
             self.inc[peer][stream] = sock
         listener.close()
         self._incoming = {sock: peer for peer, socks in self.inc.items() for sock in socks}
-        self.paced = [sock for peer, socks in self.out.items() for sock in socks
-                      if self.pacing and self.addresses[peer][0] != self.addresses[self.rank][0]]
+        self.paced = [sock for peer, socks in self.out.items() if self._paces(peer) for sock in socks]
         for sock in self.sockets():
             sock.setblocking(False)
 
