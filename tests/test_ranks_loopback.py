@@ -83,15 +83,21 @@ def test_both_ends_agree_which_messages_wait_for_clear_to_send(algorithm):
 
 @pytest.mark.parametrize("algorithm", sorted(ALGORITHMS))
 def test_plan_paces_acks_and_rendezvous_only_above_the_eager_limit(algorithm):
-    """One-frame messages go unpaced and eagerly, and get delayed, coalesced ACKs; larger ones are
-    paced, ACKed after every read, and wait for a clear-to-send where they start a flow."""
+    """One-frame messages go unpaced and eagerly, both ways on the lower rank's connection of a pair;
+    larger ones go on the sender's own connection, paced, ACKed after every read, and wait for a
+    clear-to-send where they start a flow."""
     ranks, count, pacing = 8, 64 * 1024, 10 ** 6        # 256 KiB: steps from 16 KiB up to 128 KiB
     for r in range(ranks):
-        peers = {p: [socket.socket()] for p in range(ranks) if p != r}
-        rank = SimpleNamespace(schedule=ALGORITHMS[algorithm](), rank=r, ranks=ranks, inc=peers, out=peers,
-                               eager_limit=EAGER_LIMIT, pacing=pacing, paced=[s for [s] in peers.values()])
+        out = {p: [socket.socket()] for p in range(ranks) if p != r}
+        inc = {p: [socket.socket()] for p in range(ranks) if p != r}
+        pair = {p: out[p] if r < p else inc[p] for p in out}
+        paced = [s for [s] in (*out.values(), *inc.values())]
+        rank = SimpleNamespace(schedule=ALGORITHMS[algorithm](), rank=r, ranks=ranks, inc=inc, out=out, pair=pair,
+                               eager_limit=EAGER_LIMIT, pacing=pacing, paced=paced)
         for n in (256, count):                          # 1 KiB and 256 KiB allreduces
             plan = Plan(rank, n)
+            assert plan.one_frame == (n == 256)
+            sending = {sock for parts in plan.sends for sock, part in parts}
             for i, step in enumerate(plan.steps):
                 large = ELEMENT_BYTES * (step.recv[1] - step.recv[0]) > EAGER_LIMIT
                 assert plan.sizes[i] == ELEMENT_BYTES * (step.recv[1] - step.recv[0])
@@ -99,8 +105,14 @@ def test_plan_paces_acks_and_rendezvous_only_above_the_eager_limit(algorithm):
                 assert plan.clear_to_send[i] == (large and starts_flow(plan.steps, i, "recv_from"))
                 sends_large = ELEMENT_BYTES * (step.send[1] - step.send[0]) > EAGER_LIMIT
                 assert plan.rendezvous[i] == (sends_large and starts_flow(plan.steps, i, "send_to"))
-                [sock] = peers[step.send_to]
+                [(sock, _)] = plan.sends[i]
+                [(arriving, _)] = plan.receives[i]
+                assert sock is (pair if plan.one_frame else out)[step.send_to][0]
+                assert arriving is (pair if plan.one_frame else inc)[step.recv_from][0]
                 rate = struct.unpack("=Q", sock.getsockopt(socket.SOL_SOCKET, SO_MAX_PACING_RATE, 8))[0]
                 assert rate == (pacing if sends_large else UNPACED)
-        for [sock] in peers.values():
+            for [sock] in inc.values():
+                if sock not in sending:     # carries only clear-to-send bytes
+                    assert struct.unpack("=Q", sock.getsockopt(socket.SOL_SOCKET, SO_MAX_PACING_RATE, 8))[0] == UNPACED
+        for sock in paced:
             sock.close()

@@ -10,6 +10,7 @@ kept and quoted when the program fails.
 import contextlib
 import json
 import queue
+import random
 import socket
 import subprocess
 import sys
@@ -29,9 +30,18 @@ class ProgramError(RunFailure):
 
 
 def free_port():
-    with socket.socket() as s:
-        s.bind((LOOPBACK, 0))
-        return s.getsockname()[1]
+    """A port free on loopback now, below the kernel's ephemeral range: a port the kernel handed
+    out itself could be taken, before its listener binds it, as the local port of a connection
+    another program (another loopback rank) opens ("Address already in use")."""
+    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    while True:
+        port = random.randrange(max(1024, low - 16384), low)
+        with socket.socket() as s:
+            try:
+                s.bind((LOOPBACK, port))
+            except OSError:
+                continue
+            return port
 
 
 def argv(module, *args):

@@ -1,9 +1,10 @@
 """One allreduce rank: python -m testbed.programs.rank CONFIG_JSON
 
 Opens one TCP connection to each peer its schedule needs, for sending, and accepts one from each,
-for receiving: data never flows both ways on one connection, where its ACKs would queue behind the
-other direction's data (measured: HD's 1 MiB exchanges fell to 0.77 of the link rate); only a
-one-byte clear-to-send goes back, for messages above the eager limit. Then says {"ready": true}
+for receiving: messages larger than a frame never flow both ways on one connection, where its ACKs
+would queue behind the other direction's data (measured: HD's 1 MiB exchanges fell to 0.77 of the
+link rate); only a one-byte clear-to-send goes back, for messages above the eager limit. One-frame
+messages share one of a pair's two connections (``Plan``). Then says {"ready": true}
 on stdout, then for each {"count", "iteration", "repeat", "compute_s"} line on stdin runs `repeat`
 allreduces back to back, each after compute_s seconds of modelled computation (none by default), and
 answers {"iteration", "t0", "ends" (one per allreduce), "steps" (the first one's step
@@ -22,7 +23,7 @@ from collections import deque
 
 import numpy as np
 
-from testbed.collectives.data import DTYPE, expected_sum, rank_input
+from testbed.collectives.data import DTYPE, ELEMENT_BYTES, expected_sum, rank_input
 from testbed.collectives.schedules import ALGORITHMS
 
 SO_MAX_PACING_RATE = 47   # <asm-generic/socket.h>; not in Python's socket module
@@ -72,8 +73,9 @@ class Rank:
         self.streams, self.pacing = cfg.get("streams", 1), cfg.get("pacing")
         self.eager_limit = EAGER_LIMIT if cfg.get("eager_limit") is None else cfg["eager_limit"]
         self.out, self.inc = {}, {}     # peer -> [socket per stream]
-        self.paced = []                 # sockets that send to another host, when pacing
-        self._incoming = {}             # socket -> the peer it receives from
+        self.pair = {}                  # peer -> the lower rank's out sockets: one connection per pair
+        self.paced = []                 # sockets to another host, when pacing
+        self._peer = {}                 # socket -> the peer at its other end
 
     def _paces(self, peer):
         return bool(self.pacing) and self.addresses[peer][0] != self.addresses[self.rank][0]
@@ -133,10 +135,16 @@ class Rank:
             self._tune(sock, peer)
             self.inc[peer][stream] = sock
         listener.close()
-        self._incoming = {sock: peer for peer, socks in self.inc.items() for sock in socks}
-        self.paced = [sock for peer, socks in self.out.items() if self._paces(peer) for sock in socks]
+        self.pair = {peer: self.out[peer] if self.rank < peer else self.inc[peer] for peer in peers}
+        self._peer = {sock: peer for conns in (self.out, self.inc) for peer, socks in conns.items() for sock in socks}
+        self.paced = [sock for sock, peer in self._peer.items() if self._paces(peer)]
+        # Blocking sockets with a timeout in the kernel: a one-frame plan's step is one blocking
+        # send and one blocking receive, and the general loop asks for non-blocking calls (DONTWAIT).
+        timeval = struct.pack("ll", int(self.timeout), int(self.timeout % 1 * 1e6))
         for sock in self.sockets():
-            sock.setblocking(False)
+            sock.settimeout(None)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, timeval)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, timeval)
 
     def sockets(self):
         return [s for socks in list(self.out.values()) + list(self.inc.values()) for s in socks if s]
@@ -152,41 +160,15 @@ class Rank:
         return data
 
     def allreduce(self, plan):
-        """Runs plan's steps on plan.buf; returns each step's end time.
-
-        Every step's receive is posted up front, into its own staging buffer, and every socket
-        is read whenever it has data, also for later steps: a peer that is a step ahead is never
-        left waiting on a receive window that a busy rank does not open, nor on the delayed ACK
-        (40-200 ms) that Linux sends for data nobody reads. The sends of a step go out when its
-        data is ready, i.e. once the previous step is reduced; a message larger than the eager
-        limit that starts a new flow waits, as in MPI's rendezvous protocol, for the receiver's
-        clear-to-send."""
-        buf, staging = plan.buf, plan.staging
+        """Runs plan's steps on plan.buf; returns each step's end time."""
+        buf, staging, ends = plan.buf, plan.staging, []
         posted = {sock: deque(parts) for sock, parts in plan.posted.items()}
-        left, ends = list(plan.sizes), []
+        left = list(plan.sizes)
         for i, s in enumerate(plan.steps):
-            if plan.clear_to_send[i]:
-                self._clear_to_send(plan.arriving[i], s.recv_from)
-            sending = dict(plan.sends[i])
-            await_cts = set(sending) if plan.rendezvous[i] else set()
-            if not await_cts:
-                for sock in list(sending):
-                    self._send_some(sock, sending, s.send_to)   # a non-blocking send needs no select first
-            while sending or left[i]:
-                ready = [sock for sock in sending if sock not in await_cts]
-                readable, writable, _ = select.select(list(posted) + list(await_cts), ready, [], self.timeout)
-                if not readable and not writable:
-                    waiting = (f"data from rank {s.recv_from}" if left[i] else
-                               f"rank {s.send_to} to be ready" if await_cts else f"rank {s.send_to} to take data")
-                    raise PeerError(f"rank {self.rank}: waited {self.timeout} s for {waiting}")
-                for sock in writable:
-                    self._send_some(sock, sending, s.send_to)
-                for sock in readable:
-                    if sock in await_cts:
-                        if self._take_cts(sock, s.send_to):
-                            await_cts.discard(sock)
-                    else:
-                        self._recv_some(sock, posted, left, plan.quickack)
+            if plan.one_frame:
+                self._exchange(plan, i, s)
+            else:
+                self._transfer(plan, i, s, posted, left)
             lo, hi = s.recv
             if s.reduce:
                 np.add(buf[lo:hi], staging[i], out=buf[lo:hi])
@@ -194,6 +176,65 @@ class Rank:
                 buf[lo:hi] = staging[i]
             ends.append(time.monotonic())
         return ends
+
+    def _exchange(self, plan, i, s):
+        """A step of one-frame messages, in blocking calls: a send and a receive per connection.
+        A message that small fits the socket buffers at both ends and waits for no ACK, so reading
+        only the current step's connections never holds a peer up, and a rank that waits for its
+        data sleeps in the receive itself (a select() before each receive cost a system call per
+        step: HDRM at 1 KiB on 64 ranks took 32 ms with the general loop and connections each way,
+        25 ms with this and shared connections; on loopback, a rank-step's CPU fell from 24 to 15 us)."""
+        for sock, part in plan.sends[i]:
+            try:
+                sock.sendall(part)
+            except OSError as e:
+                raise self._failed(e, f"rank {s.send_to} to take data", f"sending to rank {s.send_to}") from None
+        for sock, part in plan.receives[i]:
+            while len(part):
+                try:
+                    got = sock.recv_into(part)
+                except OSError as e:
+                    raise self._failed(e, f"data from rank {s.recv_from}",
+                                       f"receiving from rank {s.recv_from}") from None
+                if got == 0:
+                    raise PeerError(f"rank {self.rank}: rank {s.recv_from} closed its connection", consequence=True)
+                part = part[got:]
+
+    def _failed(self, error, waited_for, doing):
+        if isinstance(error, BlockingIOError):   # the sockets' timeout (SO_RCVTIMEO, SO_SNDTIMEO)
+            return PeerError(f"rank {self.rank}: waited {self.timeout} s for {waited_for}")
+        return PeerError(f"rank {self.rank}: {doing} failed: {error}", consequence=True)
+
+    def _transfer(self, plan, i, s, posted, left):
+        """A step of a plan with messages larger than a frame. Every step's receive is posted up front, into
+        its own staging buffer, and every socket is read whenever it has data, also for later
+        steps: a peer that is a step ahead is never left waiting on a receive window that a busy
+        rank does not open, nor on the delayed ACK (40-200 ms) that Linux sends for data nobody
+        reads. The sends of a step go out when its data is ready, i.e. once the previous step is
+        reduced; a message larger than the eager limit that starts a new flow waits, as in MPI's
+        rendezvous protocol, for the receiver's clear-to-send."""
+        if plan.clear_to_send[i]:
+            self._clear_to_send(plan.arriving[i], s.recv_from)
+        sending = dict(plan.sends[i])
+        await_cts = set(sending) if plan.rendezvous[i] else set()
+        if not await_cts:
+            for sock in list(sending):
+                self._send_some(sock, sending, s.send_to)   # a non-blocking send needs no select first
+        while sending or left[i]:
+            ready = [sock for sock in sending if sock not in await_cts]
+            readable, writable, _ = select.select(list(posted) + list(await_cts), ready, [], self.timeout)
+            if not readable and not writable:
+                waiting = (f"data from rank {s.recv_from}" if left[i] else
+                           f"rank {s.send_to} to be ready" if await_cts else f"rank {s.send_to} to take data")
+                raise PeerError(f"rank {self.rank}: waited {self.timeout} s for {waiting}")
+            for sock in writable:
+                self._send_some(sock, sending, s.send_to)
+            for sock in readable:
+                if sock in await_cts:
+                    if self._take_cts(sock, s.send_to):
+                        await_cts.discard(sock)
+                else:
+                    self._recv_some(sock, posted, left, plan.quickack)
 
     def _clear_to_send(self, socks, peer):
         """One byte back on each connection that the peer's stripes of this step arrive on. It goes
@@ -206,7 +247,7 @@ class Rank:
 
     def _take_cts(self, sock, peer):
         try:
-            got = sock.recv(1)
+            got = sock.recv(1, socket.MSG_DONTWAIT)
         except BlockingIOError:
             return False
         except OSError as e:
@@ -217,7 +258,7 @@ class Rank:
 
     def _send_some(self, sock, sending, to):
         try:
-            sent = sock.send(sending[sock])
+            sent = sock.send(sending[sock], socket.MSG_DONTWAIT)
         except BlockingIOError:
             return
         except OSError as e:
@@ -230,14 +271,14 @@ class Rank:
         queue = posted[sock]
         step, part = queue[0]
         try:
-            got = sock.recv_into(part)
+            got = sock.recv_into(part, 0, socket.MSG_DONTWAIT)
         except BlockingIOError:
             return
         except OSError as e:
-            raise PeerError(f"rank {self.rank}: receiving from rank {self._incoming[sock]} failed: {e}",
+            raise PeerError(f"rank {self.rank}: receiving from rank {self._peer[sock]} failed: {e}",
                             consequence=True) from None
         if got == 0:
-            raise PeerError(f"rank {self.rank}: rank {self._incoming[sock]} closed its connection", consequence=True)
+            raise PeerError(f"rank {self.rank}: rank {self._peer[sock]} closed its connection", consequence=True)
         # Jumbo frames at 10 Mbit/s leave a few segments of a large message in flight; a delayed ACK
         # then stalls the sender, so re-arm quickack (Linux leaves it on its own) after every read.
         # Small messages are one frame each and never wait for an ACK: their ACKs are delayed and
@@ -258,6 +299,18 @@ class Plan:
 
     def __init__(self, rank, count):
         self.steps = steps = rank.schedule.steps(rank.rank, rank.ranks, count)
+        # Where every message is one frame (up to the eager limit, 4 KiB at most), a pair of ranks
+        # exchanges them over one connection, so that each message carries the ACK of the last one
+        # the other way: HD's partners send each other a message per step, and a connection each
+        # way sent a bare ACK for every message or two, a sixth of the packets the switches
+        # forwarded (HDRM at 1 KiB on 64 ranks: 2306 switch passes per allreduce, 1930 on shared
+        # connections).
+        # Larger messages keep a connection each way, where ACKs never wait behind data.
+        limit = min(rank.eager_limit, EAGER_LIMIT)
+        one_frame = all(ELEMENT_BYTES * (hi - lo) <= limit for s in steps for lo, hi in (s.send, s.recv))
+        inc, out = (rank.pair, rank.pair) if one_frame else (rank.inc, rank.out)
+        self.one_frame = one_frame
+        self.receives = []                  # per step: [(socket, its part of the step's staging)]
         self.data, self.expected = rank_input(rank.rank, count), expected_sum(rank.ranks, count)
         self.buf = np.empty(count, dtype=DTYPE)
         self.staging = [np.empty(s.recv[1] - s.recv[0], dtype=DTYPE) for s in steps]
@@ -266,16 +319,17 @@ class Plan:
         self.arriving, self.sizes, self.sends = [], [], []
         self.clear_to_send, self.rendezvous, self.quickack = [], [], []
         for i, (s, area) in enumerate(zip(steps, self.staging)):
-            parts = _stripes(as_bytes(area), rank.inc[s.recv_from])
+            parts = _stripes(as_bytes(area), inc[s.recv_from])
             for sock, part in parts.items():
                 self.posted.setdefault(sock, []).append((i, part))
             size = sum(len(part) for part in parts.values())
             self.arriving.append(list(parts))
+            self.receives.append(list(parts.items()))
             self.sizes.append(size)
             self.clear_to_send.append(size > rank.eager_limit and starts_flow(steps, i, "recv_from"))
             self.quickack.append(int(size > rank.eager_limit))
             message = as_bytes(self.buf[slice(*s.send)])
-            self.sends.append(list(_stripes(message, rank.out[s.send_to]).items()))
+            self.sends.append(list(_stripes(message, out[s.send_to]).items()))
             self.rendezvous.append(len(message) > rank.eager_limit and starts_flow(steps, i, "send_to"))
         # A connection whose messages are all one frame goes unpaced: a NIC puts one frame on the
         # wire at once, and the shaped link still holds the rate. Pacing them cost the kernel a
