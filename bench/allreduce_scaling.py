@@ -55,7 +55,9 @@ def main(argv):
               + f"; idle {idle:.0f})  | large {LARGE} B busbw/link: "
               + ", ".join(f"{n} {v:.2f}" for n, v in cmp["large_busbw_over_link"].items())
               + f"  | #wrong {cmp['wrong']}, fabric check {'PASS' if cmp['fidelity_pass'] else 'FAIL'}"
-              + f", rows slower than the model allows: {', '.join(cmp['emulator_bottleneck_rows']) or 'none'}",
+              + f", rows slower than the model allows: {', '.join(cmp['emulator_bottleneck_rows']) or 'none'}"
+              + (f"; slowed by loss at the switch queues: {', '.join(cmp['congestion_rows'])}"
+                 if cmp["congestion_rows"] else ""),
               flush=True)
     out = RunFolder(Path(args.out).parent).create()
     print(f"wrote {out.json(Path(args.out).name, {'benchmark': 'allreduce_scaling', 'runs': runs})}")

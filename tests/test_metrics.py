@@ -7,6 +7,7 @@ from testbed.collectives.placements import on_shared_nics, place
 from testbed.collectives.training import compute_seconds, linear_ratio
 from testbed.fidelity.capacity import largest_faithful_ranks
 from testbed.fidelity.model import judge, model_us
+from testbed.fidelity.verdict import flag
 from testbed.routing import deterministic_routes
 from testbed.topology import BiGraph
 
@@ -55,6 +56,15 @@ def test_the_model_is_latency_for_small_messages_and_the_link_for_large():
 def test_a_result_far_from_the_model_is_the_emulators(ratio, latency_bound, bound):
     cpu = {"emulator_bottleneck": False, "ovs_vswitchd_cores": 0.5, "machine_busy": 0.5}
     assert judge({"time_us": ratio * 1000}, cpu, (1000, latency_bound))["emulator_bottleneck"] == bound
+
+
+@pytest.mark.parametrize("drops,saturated,congestion", [(0, False, False), (5, False, True), (5, True, False)])
+def test_a_slow_row_with_switch_drops_and_a_free_cpu_is_congestion(drops, saturated, congestion):
+    cpu = {"emulator_bottleneck": saturated, "ovs_vswitchd_cores": 0.5, "machine_busy": 0.5}
+    verdict = judge({"time_us": 1200}, cpu, (1000, False), drops)
+    assert verdict["congestion"] == congestion and verdict["emulator_bottleneck"] == (not congestion)
+    assert flag(verdict) == ("LOSS" if congestion else "BOTTLENECK")
+    assert not judge({"time_us": 1050}, cpu, (1000, False), drops)["congestion"]   # within the slack
 
 
 def test_training_metrics():

@@ -84,15 +84,17 @@ def run_sweep(emu, placed, size_list, warmup, iters, progress=print, eager_limit
                          label=name) as coordinator:
             for size in size_list:
                 timeout = 60 + 40 * size / link_bytes
+                drops = emu.switch_drops()
                 with CpuMonitor() as cpu:
                     times, wrong = coordinator.run(size // ELEMENT_BYTES, iterations_for(size, iters, link_bytes),
                                                    warmup, timeout=timeout)
+                drops = emu.switch_drops() - drops
                 row = result_row(name, size, times, wrong, len(hosts), emu.topo.rate)
                 steps = len(schedule.steps(0, len(hosts), len(hosts)))
                 row.update(ranks=len(hosts), steps=steps, step_us=round(row["time_us"] / steps, 1))
                 model = idle_step_us and model_us(schedule, hosts, emu.topo, emu.routing.routes,
                                                   size // ELEMENT_BYTES, idle_step_us)
-                row.update(judge(row, cpu.result(), model or None))
+                row.update(judge(row, cpu.result(), model or None, drops))
                 rows.append(row)
                 if on_row:
                     on_row(row)
@@ -118,6 +120,8 @@ def compare_variants(rows):
            "max_ovs_vswitchd_cores": max(r["ovs_vswitchd_cores"] for r in rows),
            "emulator": describe_all(rows, lambda r: f"{r['algorithm']}@{r['size']}"),
            "above_link_rows": [f"{r['algorithm']}@{r['size']}" for r in rows if r.get("above_link")],
+           "congestion_rows": [f"{r['algorithm']}@{r['size']} ({r['time_over_model']}x, {r['queue_drops']} drops)"
+                               for r in rows if r.get("congestion")],
            "small_step_us": {n: by[n, small].get("step_us") for n in names},
            "saturated_but_near_model": [f"{r['algorithm']}@{r['size']} ({r['time_over_model']}x)" for r in rows
                                         if r.get("cpu_saturated") and not r["emulator_bottleneck"]],
@@ -156,6 +160,10 @@ def summary_lines(cmp):
                          f"({fit['fitted_mbit']:g} Mbit/s); on {ref['link_gbit']:g} Gbit/s links at "
                          f"{ref['step_us']:g} us per step {sizes}")
     lines += [f"  #wrong over every iteration: {cmp['wrong']}", f"  {cmp['emulator']}"]
+    if cmp.get("congestion_rows"):
+        lines.append("  slower than a lossless fabric, with packets dropped at the switch queues and the CPU not "
+                     "saturated (TCP recovering from loss: the fabric's congestion, measured): "
+                     + ", ".join(cmp["congestion_rows"]))
     if cmp.get("saturated_but_near_model"):
         lines.append("  ran on a saturated CPU, but within the model's slack (1.5x the idle fabric's step latency, "
                      "or 0.9 of the link rate with its sharing; so measured, not made by contention): "

@@ -302,6 +302,12 @@ class Emulation:
             if switch in (link.a, link.b):
                 self.set_link(link, up)
 
+    def switch_drops(self):
+        """Packets dropped so far by the switches' egress queues, all ports together."""
+        with shaping.netlink() as ipr:
+            stats = shaping.queue_stats_all(ipr, [intf for intf, _ in self.topo.switch_ports()])
+        return sum(queue["drops"] for queue in stats.values())
+
     def counters(self, nic):
         """A NIC port's interface counters, read in its host."""
         with shaping.netlink(self.host(nic.host).pid) as ipr:

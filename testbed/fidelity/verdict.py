@@ -80,9 +80,12 @@ class CpuMonitor:
 
 def flag(result):
     """The verdict as a table column: ABOVE-LINK for a result faster than the link allows (an idle
-    shaped link lets a burst through at once), BOTTLENECK when the emulator's CPU was saturated."""
+    shaped link lets a burst through at once), LOSS for one slower than the model where the switch
+    queues dropped packets (fidelity.model.judge), BOTTLENECK when the emulator was the limit."""
     if result.get("above_link"):
         return "ABOVE-LINK"
+    if result.get("congestion"):
+        return "LOSS"
     return "BOTTLENECK" if result["emulator_bottleneck"] else "ok"
 
 
