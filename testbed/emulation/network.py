@@ -303,15 +303,14 @@ class Emulation:
                 self.set_link(link, up)
 
     def switch_drops(self):
-        """Packets dropped so far by the switches' egress queues, all ports together. Read with the
-        run's stop signals held back: one that lands while pyroute2 sets up its event loop leaves a
-        half-made loop whose destructor prints a traceback at exit."""
-        held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM, signal.SIGHUP})
-        try:
-            with shaping.netlink() as ipr:
-                stats = shaping.queue_stats_all(ipr, [intf for intf, _ in self.topo.switch_ports()])
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, held)
+        """Packets dropped so far by the switches' egress queues, all ports together. Read shielded
+        from the run's stop signals, which are raised once the socket is closed: one that landed
+        while pyroute2 set up its event loop left a half-made loop whose destructor printed a
+        traceback at exit."""
+        with shielded() as caught, shaping.netlink() as ipr:
+            stats = shaping.queue_stats_all(ipr, [intf for intf, _ in self.topo.switch_ports()])
+        if caught:
+            raise Interrupted(caught[0])
         return sum(queue["drops"] for queue in stats.values())
 
     def counters(self, nic):
