@@ -70,8 +70,12 @@ def run(args, argv):
         raise TestbedError(f"name a scenario (run_scenario.py --list), or give options for {DEFAULT}")
     module = SCENARIOS[args.scenario]
     plan = module.prepare(args)             # every option checked; nothing built or written
-    preflight.require_root()
+    if args.cli and not plan.fabrics:
+        raise TestbedError(f"{args.scenario} only models its fabrics: there is nothing to explore with --cli")
+    if plan.fabrics:
+        preflight.require_root()
     folder = RunFolder(check_writable(args.results or default_path(args.scenario)))
+    datapath = None
     for topo in plan.fabrics:
         datapath = preflight.require_emulation(topo, plan.mtu)
     options = {k: v for k, v in vars(args).items() if k not in ("scenario", "list", "cleanup", "results", "cli")}
@@ -90,7 +94,7 @@ def run(args, argv):
         finally:
             if folder.path.is_dir():
                 report = markdown.write(folder, args.scenario, argv, status, plan, options, datapath,
-                                        ovs.version(), transcript.text())
+                                        ovs.version() if datapath else None, transcript.text())
                 print(f"report: {report}")
             sys.stdout.flush()
 

@@ -4,6 +4,7 @@ from scenarios import (
     dual_tor_failover,
     ecmp_collisions,
     fabric_check,
+    hpn7_at_scale,
     hpn7_planes,
     hpn7_rails,
     incast,
@@ -12,5 +13,6 @@ from scenarios import (
 )
 
 SCENARIOS = {m.NAME: m for m in (bigraph_allreduce, fabric_check, ecmp_collisions, incast, hpn7_planes, hpn7_rails,
+                                 hpn7_at_scale,
                                  dual_tor_failover, server_nics, training_scaling)}
 DEFAULT = bigraph_allreduce.NAME

@@ -2,16 +2,20 @@
 
 A scenario module has NAME, HELP, ``add_arguments(parser)``, ``prepare(args)``, which checks every
 option and builds the plain-data plan (no root, nothing built, nothing written; the plan's
-``fabrics`` lists the topologies it will emulate), and ``run(plan, results)``, which builds,
+``fabrics`` lists the topologies it will emulate, and a plan that only models fabrics lists them
+as ``modelled`` instead: such a run needs no root), and ``run(plan, results)``, which builds,
 checks, measures and writes into the ``RunFolder`` results, returning the exit code.
 """
 import math
 
+from testbed import routing
 from testbed.emulation.network import DEFAULT_MTU
 from testbed.emulation.shaping import netem_available
 from testbed.errors import TestbedError
-from testbed.fidelity.capacity import check_link_rate, check_mtu, check_queue
-from testbed.topology import DEFAULT_QUEUE, DEFAULT_RATE, FORMS, from_spec
+from testbed.fidelity.capacity import check_hosts, check_link_rate, check_mtu, check_queue
+from testbed.routing.hashing import BONDS
+from testbed.topology import DEFAULT_QUEUE, DEFAULT_RATE, FORMS, HPN7, from_spec
+from testbed.topology.hpn7 import HPN_UPLINK_CAPACITY, uplink_ratio
 
 MAX_DELAY_MS = 1000   # beyond this TCP's handshakes and the runs' timeouts stop fitting
 
@@ -26,6 +30,30 @@ def add_fabric_arguments(parser, topology):
                         help="one-way delay added on every link, ms (needs the kernel's netem; default none)")
 
 
+def add_plane_arguments(parser):
+    """The options of a single- against dual-plane comparison on HPN7 (hpn7_planes, hpn7_rails,
+    hpn7_at_scale)."""
+    parser.add_argument("--uplink-capacity", type=float, default=HPN_UPLINK_CAPACITY,
+                        help="a ToR's uplink capacity over its NIC-facing capacity, the same in both forms "
+                             "(default %(default)s: HPN 7.0's 60 x 400G up for 128 x 200G down)")
+    parser.add_argument("--hash", choices=routing.HASHES, default="same",
+                        help="same: one hash function and basis at every switch, as real switches; "
+                             "per-switch: a basis of each switch's own (default %(default)s)")
+    parser.add_argument("--bond", choices=BONDS, default="round-robin",
+                        help="how a bonded NIC spreads its connections over its two ports: round-robin "
+                             "(connection i on port i mod 2, as an RDMA NIC places queue pairs) or hash "
+                             "(a layer-3+4 hash, as a Linux bond) (default %(default)s)")
+
+
+def plane_forms(base, capacity, **kw):
+    """[single plane, dual plane] of the HPN7 base: the same ToRs, uplinks per ToR and uplink rate
+    (a ToR's uplinks carry `capacity` times its NIC-facing capacity); only the wiring differs."""
+    ratio = uplink_ratio(capacity, base.servers, base.aggs)
+    kw = {"rate": base.rate, "queue": base.queue, "delay": base.delay, **kw}
+    return [HPN7(base.segments, base.servers, base.rails, base.aggs, planes=p, tors=2, cores=base.cores,
+                 uplink_ratio=ratio, **kw) for p in (1, 2)]
+
+
 def fabric(args, spec=None):
     """The topology the fabric options describe (spec overrides --topology), checked."""
     check_mtu(args.mtu)
@@ -33,6 +61,7 @@ def fabric(args, spec=None):
     topo = from_spec(spec or args.topology, rate=args.rate, queue=args.queue, delay=check_delay(args.delay))
     if len(topo.hosts) < 2:
         raise TestbedError(f"{topo.name} has {len(topo.hosts)} host: a fabric needs at least 2 to carry traffic")
+    check_hosts(topo)
     check_queue(topo, args.mtu)
     return topo
 

@@ -1,10 +1,12 @@
 """ECMP collisions: HD on a leaf-spine Clos with hashed ECMP against HDRM on BiGraph with
 deterministic routes, at equal link rate and rank count.
 
-Each trial opens fresh connections (so fresh source ports, so a fresh ECMP hash draw), runs the
-allreduce at one message size while the collision probe captures every switch-to-switch link,
-and reports per step the links that two or more flows shared, the busbw, and for deterministic
-routes what the routing predicted. The summary gives the busbw lost to collisions.
+Trial t draws fresh source ports (``routing.hashing.Draw`` from seed + t, so a fresh ECMP hash
+draw) and runs both cases with them, in alternating order, each on a freshly built fabric: the
+allreduce at one message size while the collision probe captures every switch-to-switch link. Each
+trial reports per step the links that two or more flows shared, the busbw, and for deterministic
+routes what the routing predicted. The summary pairs the trials (``report.paired``): each case's
+busbw and collided steps with 95% intervals, and BiGraph's gain over the Clos with its interval.
 """
 import shutil
 import time
@@ -20,10 +22,13 @@ from testbed.errors import TestbedError
 from testbed.fidelity.verdict import describe_all
 from testbed.probes.collisions import collision_trials
 from testbed.report import figures
+from testbed.report.paired import Comparison, trial_order
+from testbed.routing.hashing import Draw
 
 NAME = "ecmp_collisions"
 HELP = "HD on a Clos with ECMP against HDRM on BiGraph with deterministic routes: collisions per step, busbw"
 CLOS, BIGRAPH = "clos-ecmp-hd", "bigraph-deterministic-hdrm"
+DEFAULT_TRIALS = 16
 
 
 def add_arguments(parser):
@@ -31,7 +36,9 @@ def add_arguments(parser):
     parser.add_argument("--clos", default="leafspine:4,4,4",
                         help="the ECMP Clos, same host count as --topology (default %(default)s)")
     parser.add_argument("--bytes", type=int, default=1 << 20, help="message size (default %(default)s)")
-    parser.add_argument("--trials", type=int, default=3, help="trials with fresh source ports (default %(default)s)")
+    parser.add_argument("--trials", type=int, default=DEFAULT_TRIALS,
+                        help="paired trials, each on a fresh hash draw (default %(default)s: about 9 minutes)")
+    parser.add_argument("--seed", type=int, default=None, help="the first trial's draw (default: a new one)")
     parser.add_argument("--iters", type=int, default=2, help="timed iterations per trial (default %(default)s)")
 
 
@@ -50,6 +57,7 @@ class Plan:
     size: int
     trials: int
     iters: int
+    seed: int
 
     @property
     def fabrics(self):
@@ -62,43 +70,48 @@ def prepare(args):
         raise TestbedError(f"--clos has {len(clos.hosts)} hosts and --topology {len(bigraph.hosts)}: "
                            "give both the same host count")
     at_least(args.bytes, ELEMENT_BYTES * len(bigraph.hosts), "--bytes", f" ({ELEMENT_BYTES} per rank)")
-    trials, iters = at_least(args.trials, 1, "--trials"), at_least(args.iters, 1, "--iters")
+    trials = at_least(args.trials, 2, "--trials", " (an interval needs two)")
+    iters = at_least(args.iters, 1, "--iters")
     check_sweep([args.bytes], len(bigraph.hosts), 2 * trials, bigraph.bytes_per_s, 1, iters)
     if shutil.which("tcpdump") is None:
         raise TestbedError("the collision probe needs tcpdump: run 'sudo ./setup.sh' to install it")
     cases = [Case(CLOS, clos, "ecmp", "hd"), Case(BIGRAPH, bigraph, "deterministic", "hdrm")]
     for case in cases:
         place(case.variant, case.topo)
-    return Plan(cases, args.mtu, args.bytes, trials, iters)
+    seed = args.seed if args.seed is not None else int(time.time() * 1000) % 1_000_000
+    return Plan(cases, args.mtu, args.bytes, trials, iters, seed)
 
 
-def run_case(case, plan, folder, on_row):
-    """The case's trials under the collision probe, in an emulation of its own."""
+def run_trial(case, plan, trial, folder, on_row):
+    """One trial of a case under the collision probe, on a fabric built for it, with the trial's draw."""
     schedule, hosts = place(case.variant, case.topo)
-    with Emulation(case.topo, routing.plan(case.topo, case.routing), folder / case.label, mtu=plan.mtu) as emu:
-        return collision_trials(emu, case.label, case.variant, schedule, hosts, plan.size, plan.trials,
-                                plan.iters, folder / case.label, on_row=on_row)
+    folder = folder / case.label / f"trial{trial}"
+    with Emulation(case.topo, routing.plan(case.topo, case.routing), folder, mtu=plan.mtu) as emu:
+        return collision_trials(emu, case.label, case.variant, schedule, hosts, plan.size, 1, plan.iters, folder,
+                                on_row=on_row, draws={trial: Draw(plan.seed + trial)})
 
 
 def compare_cases(rows):
-    by_case = {}
-    for r in rows:
-        by_case.setdefault(r["case"], []).append(r)
-    mean = lambda rs, k: sum(r[k] for r in rs) / len(rs)
-    out = {case: {"busbw_over_link": round(mean(rs, "busbw_over_link"), 3),
-                  "collided_steps": [r["collided_steps"] for r in rs],
-                  "steps_per_trial": rs[0]["steps"]} for case, rs in by_case.items()}
-    out["busbw_lost_to_collisions"] = round(1 - out[CLOS]["busbw_over_link"] / out[BIGRAPH]["busbw_over_link"], 3)
-    out["wrong"] = sum(r["wrong"] for r in rows)
-    out["emulator_bottleneck_trials"] = [f"{r['case']}#{r['trial']}" for r in rows if r["emulator_bottleneck"]]
-    out["emulator"] = describe_all(rows, lambda r: f"{r['case']}#{r['trial']}")
-    return out
+    """BiGraph against the Clos, paired over trials: busbw/link and collided steps."""
+    by = {(r["case"], r["trial"]): r for r in rows}
+    trials = sorted({t for _, t in by if (CLOS, t) in by and (BIGRAPH, t) in by})
+    pairs = lambda key: [(by[CLOS, t][key], by[BIGRAPH, t][key]) for t in trials]
+    out = {"busbw": Comparison("busbw/link", (CLOS, BIGRAPH), pairs("busbw_over_link"), 3),
+           "collided": Comparison("collided steps", (CLOS, BIGRAPH), pairs("collided_steps"), 1)}
+    summary = {key: c.to_dict() for key, c in out.items()}
+    summary["steps_per_trial"] = rows[0]["steps"] if rows else None
+    summary["wrong"] = sum(r["wrong"] for r in rows)
+    summary["emulator_bottleneck_trials"] = [f"{r['case']}#{r['trial']}" for r in rows if r["emulator_bottleneck"]]
+    summary["emulator"] = describe_all(rows, lambda r: f"{r['case']}#{r['trial']}")
+    return out, summary
 
 
 def run(plan, results):
     started = time.monotonic()
-    print(f"# {NAME}: {plan.size} B allreduce, {plan.trials} trials x {plan.iters} iterations, "
-          f"links {plan.cases[0].topo.rate:g} Mbit/s, MTU {plan.mtu}")
+    print(f"# {NAME}: {plan.size} B allreduce, {plan.trials} paired trials x {plan.iters} iterations from seed "
+          f"{plan.seed}, links {plan.cases[0].topo.rate:g} Mbit/s, MTU {plan.mtu}")
+    for case in plan.cases:
+        print(f"#   {case.label}: {case.topo.describe()}, routing {case.routing}, {case.variant}")
     about = {"scenario": NAME, "rows": []}
 
     def keep(row):
@@ -108,17 +121,17 @@ def run(plan, results):
                        *[dict(link, case=row["case"], trial=row["trial"]) for link in row["per_link"]])
 
     with results.outcome("ecmp_collisions.json", about):
-        for case in plan.cases:
-            print(f"\n## {case.label}: {case.topo.describe()}, routing {case.routing}, {case.variant}")
-            run_case(case, plan, results.path, keep)
+        for trial in range(plan.trials):
+            for case in trial_order(plan.cases, trial):
+                run_trial(case, plan, trial, results.path, keep)
+            print(f"  ... {trial + 1} of {plan.trials} trials in {time.monotonic() - started:.0f} s", flush=True)
         rows = about["rows"]
-        cmp = about["summary"] = compare_cases(rows)
+        compared, cmp = compare_cases(rows)
+        about["summary"] = cmp
         about["seconds"] = round(time.monotonic() - started, 1)
-    print(f"\nsummary: busbw/link {cmp[CLOS]['busbw_over_link']:.2f} (Clos, ECMP, HD) against "
-          f"{cmp[BIGRAPH]['busbw_over_link']:.2f} (BiGraph, deterministic, HDRM): "
-          f"{100 * cmp['busbw_lost_to_collisions']:.0f}% of the busbw lost")
-    print(f"  collided steps per trial: Clos {cmp[CLOS]['collided_steps']}, "
-          f"BiGraph {cmp[BIGRAPH]['collided_steps']} (of {cmp[CLOS]['steps_per_trial']})")
+    print(f"\nsummary (paired over trials; mean [95% interval], of {cmp['steps_per_trial']} steps per allreduce):")
+    for c in compared.values():
+        print(f"  {c.line()}")
     print(f"  #wrong over every iteration: {cmp['wrong']}")
     print(f"  {cmp['emulator']}")
     first = [r for r in rows if r["trial"] == 0]

@@ -32,17 +32,43 @@ def test_ecmp_aggregation_switches_choose_between_the_two_tors_only_in_single_pl
         assert all(len(ports) == 2 for ports in downs.values()), downs
     else:                    # an aggregation switch sees one ToR towards a NIC's port of its plane
         assert all(len(ports) == 1 for ports in downs.values()), downs
-        assert len(downs) == len(topo.addresses()) * topo.aggs * 2
+    assert len(downs) == len(topo.addresses()) * topo.aggs * topo.planes
 
 
 def test_ecmp_tors_send_attached_nics_down_and_the_rest_up_over_every_uplink(topo):
     rules = plan(topo, "ecmp").rules
-    uplinks = 2 * topo.aggs if topo.planes == 1 else topo.aggs
+    uplinks = topo.aggs                 # like with like: a ToR has A uplinks in either form
     for tor in (s for s in topo.switches.values() if s.role == "tor"):
         for _, dst, ports in rules[tor.dpid]:
             nic = topo.addresses()[dst]
             attached = any(topo.attachment(n)[0] == tor.name for n in nic)
             assert len(ports) == (1 if attached else uplinks), (tor.label, dst, ports)
+
+
+def test_both_forms_have_the_same_tors_uplinks_and_capacity_only_wired_otherwise():
+    single, dual = (HPN7(2, 4, 2, 3, planes=p, uplink_ratio=0.5) for p in (1, 2))
+    for form in (single, dual):
+        tors = [s for s in form.switches.values() if s.role == "tor"]
+        ups = [link for link in form.fabric_links() if form.switches[link.a].role == "tor"]
+        assert len(ups) == len(tors) * 3 and {link.rate for link in ups} == {5.0}
+        assert form.uplink_capacity == 0.5 * 3 / 4
+    aggs = lambda form: [s for s in form.switches.values() if s.role == "agg"]
+    assert len(aggs(single)) == 3 and len(aggs(dual)) == 6
+    # single plane: a NIC's two ToRs reach the same aggregation switches; dual plane: disjoint ones
+    reach = lambda form, label: {link.b for link in form.fabric_links() if form.switches[link.a].label == label}
+    assert reach(single, "tor.s0.r0.p0") == reach(single, "tor.s0.r0.p1")
+    assert not reach(dual, "tor.s0.r0.p0") & reach(dual, "tor.s0.r0.p1")
+
+
+def test_uplink_capacity_sets_the_uplink_rate_and_refuses_nonsense():
+    from testbed.topology.hpn7 import HPN_UPLINK_CAPACITY, uplink_ratio
+    assert HPN_UPLINK_CAPACITY == 0.9375
+    topo = HPN7(2, 4, 2, 2, uplink_ratio=uplink_ratio(HPN_UPLINK_CAPACITY, 4, 2))
+    assert topo.uplink_capacity == pytest.approx(0.9375)
+    assert "18.75 Mbit/s" in topo.describe()
+    for bad in (0, -1, float("nan"), 100):
+        with pytest.raises(TestbedError, match="--uplink-capacity"):
+            uplink_ratio(bad, 4, 2)
 
 
 def test_the_two_planes_share_no_switch_to_switch_link():
@@ -53,11 +79,15 @@ def test_the_two_planes_share_no_switch_to_switch_link():
 
 def test_bonded_hosts_route_by_multipath_under_ecmp_and_per_destination_when_deterministic(topo):
     h0 = topo.hosts["h0"]
-    assert plan(topo, "ecmp").host_routes["h0"] == [["10.0.0.0/24", [h0.ports[0].intf, h0.ports[1].intf], 0]]
+    ecmp = plan(topo, "ecmp")
+    assert ecmp.host_routes["h0"] == [["10.0.0.0/24", [h0.ports[0].intf, h0.ports[1].intf], 0, 0],
+                                      ["10.0.0.0/24", [h0.ports[0].intf], 0, 100],
+                                      ["10.0.0.0/24", [h0.ports[1].intf], 0, 101]]
+    assert ecmp.host_rules["h0"] == [[20000, 25999, 100], [26000, 31999, 101]]   # round-robin's turns
     per_destination = plan(topo, "deterministic").host_routes["h0"]
     assert len(per_destination) == 2 * (len(topo.hosts) - 1)         # the chosen port, and the other
-    assert all(len(devs) == 1 and prefix.endswith("/32") for prefix, devs, _ in per_destination)
-    preferred = {prefix: devs[0] for prefix, devs, metric in per_destination if metric == 0}
+    assert all(len(devs) == 1 and prefix.endswith("/32") for prefix, devs, _, _ in per_destination)
+    preferred = {prefix: devs[0] for prefix, devs, metric, _ in per_destination if metric == 0}
     assert len(preferred) == len(topo.hosts) - 1
 
 

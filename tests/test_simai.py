@@ -17,8 +17,9 @@ def test_a_simai_file_is_the_equal_hpn7_and_is_written_back_unchanged(path):
     topo = from_spec(f"simai:{path}", rate=10, queue=100)
     gpus = int(path.name.split("_")[1][:-1])
     assert isinstance(topo, HPN7) and len(topo.hosts) == gpus
-    assert (topo.rails, topo.aggs) == (2, 2)
     assert topo.planes == (2 if "DualPlane" in path.name else 1)
+    # SimAI's single plane links every ToR to all four aggregation switches: one plane of four
+    assert (topo.rails, topo.aggs) == (2, 2 if topo.planes == 2 else 4)
     assert topo.segments * topo.servers * topo.rails == gpus
     uplinks = {link.rate for link in topo.fabric_links()}
     assert uplinks == {20.0}                  # 400 Gbps against the NICs' 200: twice the NIC rate

@@ -45,21 +45,24 @@ class Coordinator:
     """with Coordinator(algorithm, addresses, launch) as c: c.run(count, iterations)"""
 
     def __init__(self, algorithm, addresses, launch, timeout=20.0, sockbuf=1 << 20, streams=1, pacing=None,
-                 eager_limit=None, label=None):
+                 eager_limit=None, label=None, source_ports=None):
         """pacing: bytes/s each connection is paced at (None: not paced); eager_limit: messages up to
         this many bytes are sent without waiting for the receiver (None: the rank's default); label:
-        what errors call the collective (default: the algorithm)."""
+        what errors call the collective (default: the algorithm); source_ports: {rank: {peer: [port
+        per stream]}} from a hash draw (connections.source_ports; None: the kernel's choice)."""
         self.algorithm, self.addresses, self.launch = algorithm, addresses, launch
         self.label = label or algorithm
         self.config = {"ranks": len(addresses), "algorithm": algorithm, "addresses": addresses,
                        "timeout": timeout, "sockbuf": sockbuf, "streams": streams, "pacing": pacing,
                        "eager_limit": eager_limit}
         self.timeout, self.ranks, self.inbox = timeout, [], queue.Queue()
+        self.source_ports = source_ports or {}
 
     def __enter__(self):
         try:
             for rank in range(len(self.addresses)):
-                self.ranks.append(self.launch(rank, json.dumps({**self.config, "rank": rank}), self.inbox))
+                config = {**self.config, "rank": rank, "source_ports": self.source_ports.get(rank)}
+                self.ranks.append(self.launch(rank, json.dumps(config), self.inbox))
             self._collect("ready", self.timeout + 30)
         except BaseException:
             stop_all(self.ranks, grace=0)

@@ -71,13 +71,15 @@ def rail_ring(topo, rail, segments, servers):
     return [topo.host_at(s, h, rail).name for h in servers for s in segments]
 
 
-def cross_segment(topo):
-    """HPN7: the hosts of segments 0 and 1, in a ring whose neighbours are on different segments,
-    rail by rail: (s0, server 0, rail r), (s1, 0, r), (s0, 1, r), (s1, 1, r) ... so every hop
-    crosses the aggregation tier, and all but the hops between rails join rail peers."""
+def cross_segment(topo, servers=None):
+    """HPN7: the hosts of segments 0 and 1 (on the given servers of each, default all), in a ring
+    whose neighbours are on different segments, rail by rail: (s0, server 0, rail r), (s1, 0, r),
+    (s0, 1, r), (s1, 1, r) ... so every hop crosses the aggregation tier, and all but the hops
+    between rails join rail peers."""
     if not isinstance(topo, HPN7) or topo.segments < 2:
         raise TestbedError(f"the cross-segment ring needs an HPN7 fabric of 2 or more segments (got {topo.name})")
-    return [topo.host_at(s, h, r).name for r in range(topo.rails) for h in range(topo.servers) for s in (0, 1)]
+    servers = range(topo.servers) if servers is None else servers
+    return [topo.host_at(s, h, r).name for r in range(topo.rails) for h in servers for s in (0, 1)]
 
 
 def on_shared_nics(eflops, shared, hosts):

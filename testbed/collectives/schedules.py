@@ -28,6 +28,11 @@ class Ring:
     """Reduce-scatter then allgather around the ring 0 -> 1 -> ... -> p-1 -> 0: 2(p-1) steps."""
     name = "ring"
 
+    def uniform_step(self, rank, ranks, count):
+        """(steps, peer, elements): every step sends one chunk (at most this many elements) to
+        the next rank, so a model can take one step for all of them."""
+        return 2 * (ranks - 1), (rank + 1) % ranks, -(-count // ranks)
+
     def check(self, ranks):
         if ranks < 2:
             raise TestbedError(f"allreduce needs at least 2 ranks (got {ranks})")

@@ -30,6 +30,7 @@ from testbed.topology import interface
 # The userspace datapath's work is per packet: jumbo frames carry the same load for less CPU (bench/).
 DEFAULT_MTU = 9000
 IP_BASE = "10.0.0.0/16"
+HOST_HASH_SEED = 0x7E57BED   # the bonded hosts' multipath hash seed: any fixed value but 0 (random)
 # The controller speaks 1.5 (select groups with a hash basis); ovs-ofctl reads flows and counters in 1.3.
 OPENFLOW_VERSIONS = "OpenFlow13,OpenFlow15"
 
@@ -197,15 +198,19 @@ class Emulation:
                         shaping.address(ipr, nic.intf, nic.ip, 32)
                     shaping.shape(ipr, nic.intf, self.topo.rate, self.topo.queue, self.mtu)
                     shaping.static_neighbours(ipr, nic.intf, self.topo.peers(nic))
-                for prefix, ifnames, metric in self.routing.host_routes.get(h.name, []):
-                    shaping.route(ipr, prefix, ifnames, h.ports[0].ip, metric)
+                for prefix, ifnames, metric, table in self.routing.host_routes.get(h.name, []):
+                    shaping.route(ipr, prefix, ifnames, h.ports[0].ip, metric, table)
+                for first, last, table in self.routing.host_rules.get(h.name, []):
+                    shaping.source_port_rule(ipr, first, last, table)
 
     @staticmethod
     def _bond_sysctls(host):
         """A bonded NIC without a bonding driver: the multipath route hashes layer 3+4 as a LACP
-        bond does, skips a port whose link is down, and a reply may come in on either port
-        (no reverse-path filter)."""
-        return (["net.ipv4.fib_multipath_hash_policy=1", "net.ipv4.conf.all.ignore_routes_with_linkdown=1",
+        bond does, with one seed on every host and in every run (else each namespace draws its
+        own), so that the same 5-tuple leaves by the same port on two forms of a fabric; it skips
+        a port whose link is down, and a reply may come in on either port (no reverse-path filter)."""
+        return (["net.ipv4.fib_multipath_hash_policy=1", f"net.ipv4.fib_multipath_hash_seed={HOST_HASH_SEED}",
+                 "net.ipv4.conf.all.ignore_routes_with_linkdown=1",
                  "net.ipv4.conf.all.rp_filter=0", "net.ipv4.conf.default.rp_filter=0"]
                 + [f"net.ipv4.conf.{nic.intf}.rp_filter=0" for nic in host.ports])
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 from testbed.emulation import ovs, runrecord
 from testbed.errors import TestbedError
-from testbed.fidelity.capacity import check_mtu, check_rate
+from testbed.fidelity.capacity import check_hosts, check_mtu, check_rate
 
 
 def require_root():
@@ -44,6 +44,7 @@ def require_clean(topo):
 def require_emulation(topo, mtu, refuse_overload=True):
     """Everything an emulation run needs, checked in the order a user would fix it; the datapath."""
     check_mtu(mtu)
+    check_hosts(topo)
     require_root()
     path = datapath()
     if refuse_overload:

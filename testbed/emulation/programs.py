@@ -32,16 +32,25 @@ class ProgramError(RunFailure):
 def free_port():
     """A port free on loopback now, below the kernel's ephemeral range: a port the kernel handed
     out itself could be taken, before its listener binds it, as the local port of a connection
-    another program (another loopback rank) opens ("Address already in use")."""
+    another program (another loopback rank) opens ("Address already in use"). Never the same port
+    twice in one process: ranks started together would otherwise draw one port now and then."""
     low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    if len(_handed_out) > 4096:          # long done with: the range must not run dry
+        _handed_out.clear()
     while True:
         port = random.randrange(max(1024, low - 16384), low)
+        if port in _handed_out:
+            continue
         with socket.socket() as s:
             try:
                 s.bind((LOOPBACK, port))
             except OSError:
                 continue
+            _handed_out.add(port)
             return port
+
+
+_handed_out = set()
 
 
 def argv(module, *args):

@@ -133,14 +133,21 @@ def address(ipr, ifname, ip, prefixlen):
     ipr.addr("add", index=index_of(ipr, ifname), address=ip, prefixlen=prefixlen)
 
 
-def route(ipr, prefix, ifnames, src, metric=0):
-    """A route to prefix out of ifnames, on-link, from source address src; two or more interfaces
-    make a multipath route (the kernel picks one per flow by its multipath hash)."""
+def route(ipr, prefix, ifnames, src, metric=0, table=0):
+    """A route to prefix out of ifnames, on-link, from source address src, in a routing table (0:
+    the main one); two or more interfaces make a multipath route (the kernel picks one per flow
+    by its multipath hash)."""
     hops = [{"oif": index_of(ipr, name)} for name in ifnames]
+    where = {"table": table} if table else {}
     if len(hops) == 1:
-        ipr.route("replace", dst=prefix, oif=hops[0]["oif"], prefsrc=src, scope="link", priority=metric)
+        ipr.route("replace", dst=prefix, oif=hops[0]["oif"], prefsrc=src, scope="link", priority=metric, **where)
     else:
-        ipr.route("replace", dst=prefix, multipath=hops, prefsrc=src, scope="link", priority=metric)
+        ipr.route("replace", dst=prefix, multipath=hops, prefsrc=src, scope="link", priority=metric, **where)
+
+
+def source_port_rule(ipr, first, last, table):
+    """TCP from source ports first..last looks up `table` before the main one."""
+    ipr.rule("add", table=table, priority=1000 + table, ip_proto=6, sport_range=f"{first}:{last}")
 
 
 def set_up(ipr, ifname, up):

@@ -4,6 +4,7 @@ import math
 
 from testbed.emulation import sendbuffer
 from testbed.errors import TestbedError
+from testbed.topology.model import EMULATED_HOSTS
 
 # Offered load (every NIC port sending at its link rate) that one userspace ovs-vswitchd on 2 cores,
 # every link end shaped, still delivers at 0.9 or better over 2-3 switch hops
@@ -27,6 +28,13 @@ def check_link_rate(rate):
     if not (math.isfinite(rate) and rate >= MIN_RATE_MBIT):
         raise TestbedError(f"--rate must be at least {MIN_RATE_MBIT:g} Mbit/s and finite (got {rate:g}): "
                            "slower links would take longer than the runs' timeouts allow")
+
+
+def check_hosts(topo):
+    """The emulation gives each NIC port index one /24: at most EMULATED_HOSTS hosts."""
+    if len(topo.hosts) > EMULATED_HOSTS:
+        raise TestbedError(f"{topo.name} has {len(topo.hosts)} hosts; an emulation addresses at most "
+                           f"{EMULATED_HOSTS}: choose a smaller topology (hpn7_at_scale models larger ones)")
 
 
 def check_queue(topo, mtu):

@@ -23,6 +23,7 @@ from pathlib import Path
 from scapy.layers.inet import IP, TCP
 from scapy.utils import PcapReader
 
+from testbed.collectives.connections import rank_connections, source_ports
 from testbed.collectives.coordinator import Coordinator, emulation_launcher
 from testbed.collectives.data import ELEMENT_BYTES
 from testbed.collectives.metrics import result_row
@@ -196,16 +197,23 @@ def steps_summary(rows, steps):
     return out
 
 
-def collision_trials(emu, case, variant, schedule, hosts, size, trials, iters, folder, progress=print, on_row=None):
+def collision_trials(emu, case, variant, schedule, hosts, size, trials, iters, folder, progress=print, on_row=None,
+                     draws=None):
     """Trials of one allreduce under the probe, each with fresh connections (so fresh source ports,
     so a fresh ECMP hash draw): one row per trial with its busbw, collisions per step and link, the
-    capture checked against the port counters, and the bottleneck verdict."""
+    capture checked against the port counters, and the bottleneck verdict. draws: {trial number:
+    routing.hashing.Draw} to take the source ports from (a paired experiment runs each draw on
+    both of its forms); None: the kernel chooses them, trials numbered from 0."""
     topo, count, rows = emu.topo, size // ELEMENT_BYTES, []
     flows = step_flows(schedule, hosts, topo, count)
     predicted = predicted_collided_steps(schedule, hosts, topo, emu.routing.routes)
-    for trial in range(trials):
+    for trial in (range(trials) if draws is None else sorted(draws)):
         addresses, launch = emulation_launcher(emu, hosts)
-        with Coordinator(schedule.name, addresses, launch, pacing=topo.bytes_per_s, label=variant) as coordinator:
+        ports = None
+        if draws is not None:
+            ports = source_ports(rank_connections(schedule, hosts, [p for _, p in addresses], 1, draws[trial]))
+        with Coordinator(schedule.name, addresses, launch, pacing=topo.bytes_per_s, label=variant,
+                         source_ports=ports) as coordinator:
             coordinator.iterate(count, 0, timeout=120)          # warmup: connections and windows
             with CpuMonitor() as cpu, LinkCapture(emu, Path(folder) / f"trial{trial}") as cap:
                 results = [coordinator.iterate(count, i + 1, timeout=120) for i in range(iters)]

@@ -1,26 +1,35 @@
-"""TCP flows measured by iperf3: one test per (source NIC port, destination NIC port), all at once,
-each of one or more connections, from inside the emulated hosts."""
+"""TCP flows measured by iperf3: for each (source NIC port, destination NIC port) pair one or more
+connections, all at once, from inside the emulated hosts; each connection is one iperf3 test with
+a server of its own (``collectives.connections``), so that a hash draw can give it its source port."""
 from contextlib import ExitStack
 
+from testbed.collectives.connections import IPERF_BASE_PORT
 from testbed.emulation.programs import ProgramError, stop_all
 from testbed.fidelity.verdict import CpuMonitor
 
-IPERF_BASE_PORT = 5201
 
-
-def measure_flows(emu, pairs, duration=5, omit=1, streams=1, during=()):
-    """[{src, dst, received_mbit, sent_mbit, retransmits, error}] per pair, and the CPU verdict.
-    during: context managers (a capture, a queue sampler) entered while the clients run."""
+def measure_flows(emu, pairs, duration=5, omit=1, streams=1, during=(), connections=None):
+    """[{src, dst, received_mbit, sent_mbit, retransmits, error}] per pair (summed over its
+    connections), and the CPU verdict. connections: [[Connection per stream] per pair] from a draw
+    (``connections.flow_connections``), bound as they say (bond: round-robin binds each to its NIC
+    port); None: `streams` per pair, ports the kernel chooses. during: context managers (a
+    capture, a queue sampler) entered while the clients run."""
+    plan = []        # (pair index, destination NIC port, its server's port, source port, device)
+    for k, (src, dst) in enumerate(pairs):
+        if connections is None:
+            plan += [(k, src, dst, IPERF_BASE_PORT + len(plan) + i, 0) for i in range(streams)]
+        else:
+            plan += [(k, src, dst, c.dport, c.sport) for c in connections[k]]
     servers, clients, results = [], [], []
     try:
-        for i, (_, dst) in enumerate(pairs):
-            servers.append(emu.program(dst.host, "iperf_endpoint", "server", dst.ip, IPERF_BASE_PORT + i,
-                                       name=f"iperf3 server {dst.ip}:{IPERF_BASE_PORT + i}"))
+        for _, _, dst, port, _ in plan:
+            servers.append(emu.program(dst.host, "iperf_endpoint", "server", dst.ip, port,
+                                       name=f"iperf3 server {dst.ip}:{port}"))
         for server in servers:
             server.expect("ready", 15)
-        for i, (src, dst) in enumerate(pairs):
-            clients.append(emu.program(src.host, "iperf_endpoint", "client", dst.ip, IPERF_BASE_PORT + i,
-                                       duration, omit, streams, name=f"iperf3 {src.ip} -> {dst.ip}"))
+        for _, src, dst, port, sport in plan:
+            clients.append(emu.program(src.host, "iperf_endpoint", "client", dst.ip, port, duration, omit,
+                                       sport, name=f"iperf3 {src.ip} -> {dst.ip}:{port}"))
         for client in clients:     # every client loaded before any starts: 64 starting up starve the first
             client.expect("ready", 30)
         with ExitStack() as stack:
@@ -36,7 +45,16 @@ def measure_flows(emu, pairs, duration=5, omit=1, streams=1, during=()):
                     results.append({"error": str(e)})
     finally:
         stop_all(servers + clients, grace=2)
-    flows = [{"src": src.ip, "dst": dst.ip, "received_mbit": round(result.get("received_mbit") or 0.0, 3),
-              "sent_mbit": round(result.get("sent_mbit") or 0.0, 3), "retransmits": result.get("retransmits"),
-              "error": result.get("error")} for (src, dst), result in zip(pairs, results)]
+    flows = []
+    for k, (src, dst) in enumerate(pairs):
+        mine = [r for (pair, *_), r in zip(plan, results) if pair == k]
+        errors = [r["error"] for r in mine if r.get("error")]
+        flows.append({"src": src.ip, "dst": dst.ip, "received_mbit": _total(mine, "received_mbit"),
+                      "sent_mbit": _total(mine, "sent_mbit"),
+                      "retransmits": sum(r.get("retransmits") or 0 for r in mine) if not errors else None,
+                      "error": errors[0] if errors else None})
     return flows, cpu.result()
+
+
+def _total(results, key):
+    return round(sum(r.get(key) or 0.0 for r in results), 3)

@@ -7,6 +7,7 @@ flows over every tier of a fabric, and what queued where.
     seen.tiers   per tier (host->tor, tor->agg, agg->tor, tor->host ...): max/mean load and idle links
     seen.split   per bonded NIC: how unevenly its two downlinks were loaded
     seen.queues  per sampled port: the FIFO's mean and largest backlog; seen.sampler for the series
+    seen.paths   per connection (5-tuple) that carried data: {directed link: its data bytes there}
 """
 from pathlib import Path
 
@@ -25,6 +26,18 @@ def link_loads(packets):
                 flows.add(flow)
                 size += length
         out[link] = {"flows": len(flows), "bytes": size}
+    return out
+
+
+def connection_paths(packets):
+    """{(src ip, sport, dst ip, dport): {link: data-carrying bytes on the wire}}: where each
+    connection's data went."""
+    out = {}
+    for link, pkts in packets.items():
+        for _, flow, length, data in pkts:
+            if data:
+                cell = out.setdefault(flow, {})
+                cell[link] = cell.get(link, 0) + length
     return out
 
 
@@ -80,6 +93,7 @@ class Observation:
         self.sampler.__exit__(*exc)
         self.capture.__exit__(*exc)
         self.loads = link_loads(self.capture.packets)
+        self.paths = connection_paths(self.capture.packets)
         self.links = [{"link": f"{self.topo.label(a)}:{ap}->{self.topo.label(b)}", "tier": self.topo.tier(a, b),
                        **self.loads[a, ap]} for a, ap, b, _ in self.topo.directed_links() if (a, ap) in self.loads]
         self.tiers = tier_loads(self.topo, self.loads)

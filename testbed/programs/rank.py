@@ -23,6 +23,7 @@ from collections import deque
 
 import numpy as np
 
+from testbed.collectives.connections import schedule_peers
 from testbed.collectives.data import DTYPE, ELEMENT_BYTES, expected_sum, rank_input
 from testbed.collectives.schedules import ALGORITHMS
 
@@ -72,6 +73,8 @@ class Rank:
         self.timeout, self.sockbuf = cfg["timeout"], cfg["sockbuf"]
         self.streams, self.pacing = cfg.get("streams", 1), cfg.get("pacing")
         self.eager_limit = EAGER_LIMIT if cfg.get("eager_limit") is None else cfg["eager_limit"]
+        # {peer: [source port per stream]}: a hash draw's 5-tuples (absent: the kernel's ports)
+        self.source_ports = cfg.get("source_ports") or {}
         self.out, self.inc = {}, {}     # peer -> [socket per stream]
         self.pair = {}                  # peer -> the lower rank's out sockets: one connection per pair
         self.paced = []                 # sockets to another host, when pacing
@@ -101,18 +104,24 @@ class Rank:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.sockbuf)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self.sockbuf)
 
+    def _bind(self, sock, peer, stream):
+        sport = self.source_ports.get(str(peer), [0] * self.streams)[stream]
+        if sport:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind((self.addresses[self.rank][0], sport))
+
     def connect(self):
-        peers = {p for s in self.schedule.steps(self.rank, self.ranks, self.ranks * 4)
-                 for p in (s.send_to, s.recv_from)}
+        peers = schedule_peers(self.schedule, self.rank, self.ranks)
         listener = socket.create_server(self.addresses[self.rank], backlog=self.ranks * self.streams)
         deadline = time.monotonic() + self.timeout
-        for peer in sorted(peers):
+        for peer in peers:
             self.out[peer] = []
             for stream in range(self.streams):
                 while True:
                     sock = socket.socket()
                     self._tune(sock, peer)
                     try:
+                        self._bind(sock, peer, stream)
                         sock.connect(self.addresses[peer])
                         break
                     except OSError:

@@ -69,7 +69,7 @@ def render(scenario, argv, status, fabrics, options, datapath, versions, transcr
     out = [f"# {scenario}: {status}", "",
            f"{time.strftime('%Y-%m-%d %H:%M:%S')}, `run_scenario.py {' '.join(argv)}`", "", "## What ran", ""]
     out += [f"- fabric: {f}" for f in fabrics]
-    out += [f"- Open vSwitch: {datapath_name(datapath)}",
+    out += [f"- Open vSwitch: {datapath_name(datapath) if datapath else 'not used (flow model only)'}",
             "- options: " + ", ".join(f"`--{k.replace('_', '-')} {v}`" for k, v in options.items()),
             "- versions: " + ", ".join(f"{k} {v}" for k, v in versions.items()), ""]
     verdicts = [line.strip() for line in transcript.splitlines()
@@ -94,6 +94,7 @@ def write(folder, scenario, argv, status, plan, options, datapath, ovs_version, 
     """Write report.md into the run folder, from its files as they are now."""
     files = sorted(p for p in folder.path.rglob("*") if p.is_file() and p.name != "report.md")
     fabrics = [f"{t.describe()}, MTU {plan.mtu}" for t in plan.fabrics]
+    fabrics += [f"{t.describe()} (modelled, not emulated)" for t in getattr(plan, "modelled", ())]
     text = render(scenario, argv, status, fabrics, options, datapath, versions(ovs_version), transcript,
                   folder.path, files)
     path = folder.path / "report.md"

@@ -5,7 +5,9 @@ Where every NIC port has a subnet of its own, a host sends port-p traffic only t
 so flows run between NIC ports of the same index. Where a host's NIC ports share one address
 (HPN7's dual-ToR NIC), the host itself chooses the port: by a hash of the 5-tuple under ``ecmp``
 (Linux multipath routing, layer-3+4 policy, over the ports whose link is up, as a LACP bond does),
-by the rule below under ``deterministic``.
+by the rule below under ``deterministic``. Under ``ecmp`` a connection whose source port lies in
+``hashing.turn_ports(p)`` leaves by port p instead (a policy-routing rule and a table per port:
+round-robin's turns, ``hashing.Draw``); the kernel skips that table while port p's link is down.
 
 ``deterministic``: every flow takes one of its equal-cost shortest paths (counted link by link, so
 parallel links are distinct paths, and ordered by the OpenFlow ports taken at each switch), chosen
@@ -29,19 +31,22 @@ probe measures it.
 from dataclasses import dataclass, field
 
 from testbed.errors import TestbedError
+from testbed.routing.hashing import turn_ports
 from testbed.routing.paths import PathFinder
 from testbed.topology import BiGraph
 
 MODES = ("deterministic", "ecmp")
 HASHES = ("same", "per-switch")
+TURN_TABLE = 100      # routing table of round-robin's NIC port p: TURN_TABLE + p
 
 
 @dataclass
 class RoutingPlan:
     """rules: {dpid: [[src ip or None, dst ip, [out ports]]]} for the controller (two or more out
     ports are a select group); seeds: {dpid: the basis of its select groups' hash};
-    host_routes: {host: [[destination prefix, [interfaces]]]} for bonded NICs (two or more
-    interfaces: a multipath route); routes: {(src ip, dst ip): Route}, or None where hashing
+    host_routes: {host: [[destination prefix, [interfaces], metric, table]]} for bonded NICs (two
+    or more interfaces: a multipath route; table 0: the main one); host_rules: {host: [[first
+    source port, last, table]]} (TCP); routes: {(src ip, dst ip): Route}, or None where hashing
     decides."""
     mode: str
     rules: dict
@@ -49,6 +54,7 @@ class RoutingPlan:
     hash: str = "same"
     seeds: dict = field(default_factory=dict)
     host_routes: dict = field(default_factory=dict)
+    host_rules: dict = field(default_factory=dict)
 
     @property
     def rule_count(self):
@@ -58,7 +64,7 @@ class RoutingPlan:
         return {"mode": self.mode, "hash": self.hash,
                 "rules": {str(dpid): rules for dpid, rules in self.rules.items()},
                 "seeds": {str(dpid): seed for dpid, seed in self.seeds.items()},
-                "host_routes": self.host_routes,
+                "host_routes": self.host_routes, "host_rules": self.host_rules,
                 "routes": None if self.routes is None else [r.to_dict() for _, r in sorted(self.routes.items())]}
 
 
@@ -128,24 +134,33 @@ def ecmp_rules(topo):
 
 
 def host_routes(topo, routes=None):
-    """Routes on bonded hosts, [[prefix, [interfaces], metric]]: a multipath route over every NIC
-    port for the fabric's subnet (ecmp), or per destination a /32 through the port `routes` chose,
-    and a second one, of higher metric, through each other port (deterministic): the kernel skips a
-    route whose link is down."""
+    """Routes on bonded hosts, [[prefix, [interfaces], metric, table]]: a multipath route over every
+    NIC port for the fabric's subnet, and one through each port in that port's round-robin table
+    (ecmp); or per destination a /32 through the port `routes` chose, and a second one, of higher
+    metric, through each other port (deterministic): the kernel skips a route whose link is down."""
     if not topo.shared_nic_address:
         return {}
     out = {}
     for host in topo.hosts.values():
         if routes is None:
             subnet = host.ports[0].ip.rsplit(".", 1)[0] + ".0/24"
-            out[host.name] = [[subnet, [nic.intf for nic in host.ports], 0]]
+            out[host.name] = [[subnet, [nic.intf for nic in host.ports], 0, 0]]
+            out[host.name] += [[subnet, [nic.intf], 0, TURN_TABLE + nic.port] for nic in host.ports]
             continue
         out[host.name] = []
         for (src, dst), route in sorted(routes.items()):
             if src == host.ports[0].ip:
-                out[host.name] += [[f"{dst}/32", [nic.intf], 0 if nic is route.src else 1 + nic.port]
+                out[host.name] += [[f"{dst}/32", [nic.intf], 0 if nic is route.src else 1 + nic.port, 0]
                                    for nic in host.ports]
     return out
+
+
+def host_rules(topo):
+    """Round-robin's rules on bonded hosts: TCP from port p's turn ports looks up port p's table."""
+    if not topo.shared_nic_address:
+        return {}
+    return {host.name: [[turn_ports(nic.port, len(host.ports))[0], turn_ports(nic.port, len(host.ports))[-1],
+                         TURN_TABLE + nic.port] for nic in host.ports] for host in topo.hosts.values()}
 
 
 def seed(dpid):
@@ -163,7 +178,7 @@ def plan(topo, mode="deterministic", hash="same"):
         return RoutingPlan(mode, route_rules(topo, routes), routes, hash, host_routes=host_routes(topo, routes))
     if mode == "ecmp":
         seeds = {s.dpid: seed(s.dpid) if hash == "per-switch" else 0 for s in topo.switches.values()}
-        return RoutingPlan(mode, ecmp_rules(topo), None, hash, seeds, host_routes(topo))
+        return RoutingPlan(mode, ecmp_rules(topo), None, hash, seeds, host_routes(topo), host_rules(topo))
     raise TestbedError(f"unknown routing {mode!r}: use one of {', '.join(MODES)}")
 
 

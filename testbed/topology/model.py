@@ -2,17 +2,19 @@
 
 Subclasses describe a fabric in ``build()``, as Mininet's ``Topo.build()`` does; nothing here needs
 root or Mininet. Addresses: port p of host h<i> is 10.0.p.(i+1) with MAC 02:00:00:pp:ii:ii, one subnet
-per port index; a fabric whose NICs are bonded (``shared_nic_address``, HPN's dual-ToR NIC) gives both
-ports of a host the address and MAC of port 0. Switch ports are OpenFlow port numbers, assigned in the
-order links are added. Interface names follow Mininet's ``<node>-eth<port>``; ``interface()`` is the
-one place that says so.
+per port index, for the first 254 hosts, which is as many as an emulation holds (a fabric that is
+only modelled goes on with 10.b.p.(i mod 254 + 1), b = i div 254); a fabric whose NICs are bonded
+(``shared_nic_address``, HPN's dual-ToR NIC) gives both ports of a host the address and MAC of
+port 0. Switch ports are OpenFlow port numbers, assigned in the order links are added. Interface
+names follow Mininet's ``<node>-eth<port>``; ``interface()`` is the one place that says so.
 """
 import copy
 from dataclasses import dataclass, field
 
 from testbed.errors import TestbedError
 
-MAX_HOSTS = 254          # one /24 per NIC port index
+EMULATED_HOSTS = 254     # one /24 per NIC port index: the hosts an emulation can address
+MAX_HOSTS = 254 * 256
 DEFAULT_RATE = 10.0      # Mbit/s: one userspace ovs-vswitchd carries 16-32 hosts at this rate (docs/design.md)
 DEFAULT_QUEUE = 100      # packets in each egress FIFO
 
@@ -138,8 +140,9 @@ class Topology:
             return port + 1
         index = self.hosts[node].index
         subnet = 0 if self.shared_nic_address else port
+        block, number = divmod(index, EMULATED_HOSTS)
         self.hosts[node].ports.append(NicPort(
-            node, port, f"10.0.{subnet}.{index + 1}",
+            node, port, f"10.{block}.{subnet}.{number + 1}",
             f"02:00:00:{subnet:02x}:{index >> 8:02x}:{index & 0xFF:02x}"))
         return port
 
@@ -168,12 +171,17 @@ class Topology:
 
     def attachment(self, nic):
         """(switch name, switch port) a NIC port is cabled to, or None if its link is gone."""
-        for link in self.links:
-            if (link.a, link.a_port) == (nic.host, nic.port):
-                return link.b, link.b_port
-            if (link.b, link.b_port) == (nic.host, nic.port):
-                return link.a, link.a_port
-        return None
+        return self._far_ends().get((nic.host, nic.port))
+
+    def _far_ends(self):
+        """{(node, port): (node, port) at the link's other end}, for the links as they are now (a
+        view made by without() has a list of its own)."""
+        if getattr(self, "_ends_of", None) is not self.links:
+            self._far, self._ends_of = {}, self.links
+            for link in self.links:
+                (a, ap), (b, bp) = link.ends()
+                self._far[a, ap], self._far[b, bp] = (b, bp), (a, ap)
+        return self._far
 
     def link_at(self, node, port):
         """The link whose end is (node, port), or None."""

@@ -9,7 +9,9 @@ SimAI (aliyun/SimAI) describes a fabric in a text file that its generator writes
 
 GPUs are nodes 0..G-1, server by server; each GPU has one link to its server's NVSwitch and two NIC
 links, to a ToR of each plane, the ToR of its rail in its segment. In the dual-plane form a ToR links
-to the aggregation switches of its plane only; in the single-plane form to all of them.
+to the aggregation switches of its plane only; in the single-plane form to all of them, so that a
+single-plane file's ToRs have twice the uplinks of the dual-plane file made with the same
+options: it reads as a single-plane HPN7 with all of its aggregation switches in its one plane.
 
 ``load`` turns such a file into the equal HPN7 and checks, link by link, that they are the same
 fabric; NVSwitch links are left out (each accelerator is one emulated host; there is no NVLink).
@@ -79,7 +81,7 @@ def load(path, rate, queue, delay=0.0):
             for agg in neighbours.get(tor, []):
                 plane_of_agg.setdefault(agg, set()).add(p)
     planes = 2 if all(len(ps) == 1 for ps in plane_of_agg.values()) else 1
-    if not (segments and len(aggs) % 2 == 0 and gpus == segments * servers_per_segment * rails):
+    if not (segments and len(aggs) % planes == 0 and gpus == segments * servers_per_segment * rails):
         raise TestbedError(f"{path}: {gpus} GPUs, {len(tors[0])} ToRs per plane and {len(aggs)} aggregation switches "
                            "do not form full segments of an HPN7 fabric")
     nic_bw = {bits_per_s(line[2]) for line in links if int(line[0]) < gpus and int(line[1]) not in nv_ids}
@@ -88,7 +90,7 @@ def load(path, rate, queue, delay=0.0):
         raise TestbedError(f"{path}: NIC links of several bandwidths, or ToR-aggregation links of several: "
                            "the testbed gives each tier one rate")
     ratio = (up_bw.pop() / next(iter(nic_bw))) if up_bw else 1.0
-    topo = HPN7(segments, servers_per_segment, rails, len(aggs) // 2, planes=planes, rate=rate, queue=queue,
+    topo = HPN7(segments, servers_per_segment, rails, len(aggs) // planes, planes=planes, rate=rate, queue=queue,
                 delay=delay, uplink_ratio=ratio)
     names = _names(topo, gpus, nvswitches, tors, aggs)
     file_links = {frozenset((names[int(a)], names[int(b)])) for a, b, *_ in links
@@ -114,7 +116,7 @@ def _names(topo, gpus, nvswitches, tors, aggs):
         for k, tor in enumerate(tors[p]):
             names[tor] = by_label[f"tor.s{k // topo.rails}.r{k % topo.rails}.p{p}"]
     for k, agg in enumerate(aggs):
-        names[agg] = by_label[f"agg.p{k // topo.aggs}.a{k % topo.aggs}"]
+        names[agg] = by_label[topo.agg_label(k // topo.aggs, k % topo.aggs)]
     return names
 
 
@@ -138,9 +140,9 @@ def dump(topo):
             for r in range(topo.rails):
                 tor_ids[labels[f"tor.s{s}.r{r}.p{p}"].name] = next_id
                 next_id += 1
-    for p in (0, 1):
+    for p in range(topo.planes):
         for a in range(topo.aggs):
-            agg_ids[labels[f"agg.p{p}.a{a}"].name] = next_id
+            agg_ids[labels[topo.agg_label(p, a)].name] = next_id
             next_id += 1
     ids = {**{h.name: h.index for h in hosts}, **tor_ids, **agg_ids}
     lines = []

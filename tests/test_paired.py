@@ -1,0 +1,71 @@
+"""Paired comparisons: intervals, gains and the lines that report them, on numbers whose answers
+are known. No root."""
+import math
+
+import pytest
+
+from testbed.report.paired import Comparison, gains, interval, percent, trial_order
+
+
+def test_the_interval_is_students_t_around_the_mean():
+    e = interval([1.0, 2.0, 3.0])           # sd 1, t(0.975, 2) = 4.3027
+    assert (e.mean, e.n) == (2.0, 3)
+    assert e.lo == pytest.approx(2 - 4.302653 / math.sqrt(3)) and e.hi == pytest.approx(2 + 4.302653 / math.sqrt(3))
+    assert not e.excludes(0.0) and e.excludes(5.0)
+    assert interval([4.0, 4.0]).lo == interval([4.0, 4.0]).hi == 4.0
+    one = interval([0.5])
+    assert one.mean == 0.5 and math.isnan(one.lo) and one.to_dict()["lo"] is None
+    assert interval([None, float("nan")]).n == 0
+
+
+def test_gains_are_per_pair_ratios_and_skip_what_was_not_measured():
+    assert gains([(1.0, 2.0), (2.0, 3.0), (0.0, 1.0), (None, 1.0)]) == [1.0, 0.5]
+
+
+def test_a_comparison_reports_both_forms_and_the_gain_with_its_interval():
+    cmp = Comparison("goodput/NIC", ("single plane", "dual plane"), [(0.40, 0.80), (0.50, 0.75), (0.45, 0.81)])
+    gain = cmp.gain
+    assert gain.mean == pytest.approx((1.0 + 0.5 + 0.8) / 3) and gain.excludes(0.0)
+    line = cmp.line()
+    assert line.startswith("goodput/NIC: single plane 0.45 [")
+    assert "dual plane +77% [" in line and "(3 paired trials; the 95% interval excludes zero)" in line
+    noisy = Comparison("x", ("a", "b"), [(1.0, 1.2), (1.0, 0.7), (1.0, 1.1)])
+    assert "includes zero: no difference shown" in noisy.line()
+    assert noisy.to_dict()["gain_excludes_zero"] is False
+    assert percent(interval([0.1])) == "+10%"
+
+
+def test_trials_alternate_which_form_runs_first():
+    assert [trial_order("ab", t) for t in range(3)] == [["a", "b"], ["b", "a"], ["a", "b"]]
+
+
+def test_hpn7_planes_pairs_each_trials_forms_and_reads_the_model_by_its_median():
+    from scenarios import hpn7_planes
+    rows = []
+    for trial, (single, dual) in enumerate([(0.40, 0.80), (0.50, 0.75), (0.45, 0.81)]):
+        for planes, result, model in ((1, single, 0.80), (2, dual, 0.95 + 0.01 * trial)):
+            rows.append({"workload": "flows", "trial": trial, "planes": planes, "result": result,
+                         "measured_over_model": model, "agg->tor_max_over_mean": 3.0 / planes,
+                         "nic_busier_share": 0.5 + 0.1 / planes, "mean_queue_bytes": 1000 * planes,
+                         "as_placed": 16, "connections": 16})
+    rows.append(dict(rows[0], trial=3))                       # a trial with one form only: not paired
+    compared = {(w, k): c for w, k, c in hpn7_planes.comparisons(rows)}
+    flows = compared["flows", "result"]
+    assert flows.pairs == [(0.40, 0.80), (0.50, 0.75), (0.45, 0.81)] and flows.gain.excludes(0.0)
+    assert compared["allreduce", "result"].gain.n == 0
+    lines = hpn7_planes.model_lines(rows)
+    assert "flows single plane: measured/model median 0.80" in lines[0] and "below the model" in lines[0]
+    assert "flows dual plane: measured/model median 0.96" in lines[1] and "within 10%" in lines[1]
+    assert lines[-1] == "  paths as the model hashes them: 112 of 112 connections over every trial"
+
+
+def test_hpn7_rails_compares_each_case_by_the_mean_of_its_collectives():
+    from scenarios import hpn7_rails
+    rows = [{"trial": t, "planes": p, "case": case, "busbw_over_nic": value * p * (1 + k), "collective": k}
+            for t in range(3) for p in (1, 2) for case, value in (("segment-local", 0.4), ("cross-segment", 0.2),
+                                                                  ("multi-allreduce", 0.1 + 0.01 * t))
+            for k in range(2 if case == "multi-allreduce" else 1)]
+    compared = hpn7_rails.comparisons(rows)
+    multi = compared["multi-allreduce"]
+    assert multi.pairs[1] == (pytest.approx(0.165), pytest.approx(0.33)) and multi.gain.mean == pytest.approx(1.0)
+    assert compared["cross/local 1"].gain.mean == pytest.approx(-0.5)
