@@ -1,16 +1,37 @@
 #!/usr/bin/env python3
 """Run a testbed scenario: run_scenario.py [--list | --cleanup | SCENARIO [options]]."""
-import argparse
+import os
 import sys
+from pathlib import Path
 
-from scenarios import DEFAULT, SCENARIOS
-from testbed.emulation import ovs, preflight, runrecord
-from testbed.emulation.explore import explore
-from testbed.errors import Interrupted, TestbedError
-from testbed.interrupts import interruptible
-from testbed.interrupts import name as signal_name
-from testbed.report import markdown
-from testbed.report.folder import RunFolder, check_writable, default_path
+VENV = Path(__file__).resolve().parent / ".venv"
+
+
+def through_the_venv():
+    """Run as `sudo python3 run_scenario.py ...` with any python3: go on in the project's venv,
+    which setup.sh made (Debian's Mininet and the pinned PyPI packages), or say how to make it."""
+    if Path(sys.prefix).resolve() == VENV.resolve():
+        return
+    python = VENV / "bin" / "python"
+    if not python.exists():
+        sys.exit(print("error: the testbed is not set up on this machine: run 'sudo ./setup.sh' first, once "
+                       "(it installs Mininet and Open vSwitch and makes .venv)", file=sys.stderr) or 2)
+    os.execv(python, [str(python), str(Path(__file__).resolve()), *sys.argv[1:]])
+
+
+if __name__ == "__main__":
+    through_the_venv()
+
+import argparse  # noqa: E402  (after the venv check: these need the venv's packages)
+
+from scenarios import DEFAULT, SCENARIOS  # noqa: E402
+from testbed.emulation import ovs, preflight, runrecord  # noqa: E402
+from testbed.emulation.explore import explore  # noqa: E402
+from testbed.errors import Interrupted, TestbedError  # noqa: E402
+from testbed.interrupts import interruptible  # noqa: E402
+from testbed.interrupts import name as signal_name  # noqa: E402
+from testbed.report import markdown  # noqa: E402
+from testbed.report.folder import RunFolder, check_writable, default_path  # noqa: E402
 
 
 class Parser(argparse.ArgumentParser):

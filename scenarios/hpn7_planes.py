@@ -61,7 +61,7 @@ def add_arguments(parser):
                         help="TCP connections per peer, in both workloads (default %(default)s)")
     parser.add_argument("--duration", type=int, default=5, help="seconds of cross-segment flows (default %(default)s)")
     parser.add_argument("--trials", type=int, default=DEFAULT_TRIALS,
-                        help="paired trials, each on a fresh hash draw (default %(default)s: about 11 minutes)")
+                        help="paired trials, each on a fresh hash draw (default %(default)s: about 13 minutes)")
     parser.add_argument("--seed", type=int, default=None, help="the first trial's draw (default: a new one)")
 
 

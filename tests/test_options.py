@@ -127,3 +127,18 @@ def test_unusable_results_folder_is_refused(results, message, tmp_path):
 @as_root
 def test_a_user_who_is_not_root_is_told_to_use_sudo(tmp_path):
     assert "needs root: run it with sudo" in refused(["fabric_check"], tmp_path, as_user=65534)
+
+
+def test_any_python3_runs_the_scenarios_through_the_projects_venv(tmp_path):
+    """`sudo python3 run_scenario.py` as the card says: Debian's python3 goes on in .venv; where
+    setup.sh has not made one, one line and exit 2."""
+    system = "/usr/bin/python3"
+    if not os.path.exists(system) or not (PROJECT / ".venv" / "bin" / "python").exists():
+        pytest.skip("needs Debian's python3 and the venv setup.sh makes")
+    listed = subprocess.run([system, "run_scenario.py", "--list"], cwd=PROJECT, capture_output=True, text=True,
+                            timeout=120)
+    assert listed.returncode == 0 and "bigraph_allreduce" in listed.stdout, listed.stderr
+    (tmp_path / "run_scenario.py").write_text((PROJECT / "run_scenario.py").read_text())
+    bare = subprocess.run([system, "run_scenario.py", "--list"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=60)
+    assert bare.returncode == 2 and bare.stderr.count("\n") == 1 and "sudo ./setup.sh" in bare.stderr

@@ -1,0 +1,46 @@
+"""The documentation a user reads: every scenario has its page, every command a page or the README
+gives names a scenario and options that pass their checks (prepare: nothing built), and every
+link between the pages leads somewhere. No root."""
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+import run_scenario
+from scenarios import DEFAULT, SCENARIOS
+from testbed.emulation.shaping import netem_available
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = sorted((ROOT / "docs").rglob("*.md")) + [ROOT / "README.md"]
+COMMANDS = sorted({(page.relative_to(ROOT).as_posix(), command.strip())
+                   for page in PAGES for command in re.findall(r"run_scenario\.py([^`\n]*)", page.read_text())})
+
+
+def test_every_scenario_has_its_page_and_the_readme_links_it():
+    readme = (ROOT / "README.md").read_text()
+    for name in SCENARIOS:
+        assert (ROOT / "docs" / "scenarios" / f"{name}.md").exists(), name
+        assert f"(docs/scenarios/{name}.md)" in readme, name
+    assert len(readme.splitlines()) <= 150
+
+
+@pytest.mark.parametrize("page, command", COMMANDS, ids=[f"{p}: {c}" for p, c in COMMANDS])
+def test_each_command_of_the_docs_is_accepted(page, command):
+    argv = shlex.split(command.split("#")[0])
+    argv = [a for a in argv if not re.fullmatch(r"[|>].*|tee|\S+\.log", a)]
+    if not argv or argv[0] in ("...", "--list", "--cleanup") or "--help" in argv:
+        return                                   # prose ("run_scenario.py ...") or no scenario run
+    if argv[0].startswith("-"):
+        argv = [DEFAULT] + argv
+    if "--delay" in argv and not netem_available():
+        pytest.skip("--delay needs netem, which this kernel lacks (the lab VM has it)")
+    args = run_scenario.parser().parse_args(argv)
+    assert SCENARIOS[args.scenario].prepare(args) is not None
+
+
+def test_links_between_the_pages_lead_to_files():
+    for page in PAGES:
+        for target in re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", page.read_text()):
+            if not target.startswith("http"):
+                assert (page.parent / target).exists(), f"{page.relative_to(ROOT)}: {target}"
