@@ -260,6 +260,7 @@ class Topology:
             "rate_mbit": self.rate,
             "queue_packets": self.queue,
             "delay_ms": self.delay,
+            "shared_nic_address": self.shared_nic_address,
             "switches": [vars(s) | {"dpid": s.dpid} for s in self.switches.values()],
             "hosts": [{"name": h.name, "server": h.server, "rail": h.rail,
                        "ports": [vars(p) for p in h.ports]} for h in self.hosts.values()],

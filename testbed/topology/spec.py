@@ -1,6 +1,6 @@
 """A fabric from its command-line form, e.g. 'bigraph:2,8'."""
 from testbed.errors import TestbedError
-from testbed.topology import simai
+from testbed.topology import fabric_file, simai
 from testbed.topology.bigraph import BiGraph
 from testbed.topology.clos import LeafSpine
 from testbed.topology.hpn7 import HPN7
@@ -8,12 +8,15 @@ from testbed.topology.model import DEFAULT_QUEUE, DEFAULT_RATE
 
 KINDS = {"bigraph": (BiGraph, "m,n[,c]"), "leafspine": (LeafSpine, "leaves,spines,hosts_per_leaf"),
          "hpn7": (HPN7, "S,H,R,A[,planes[,tors[,cores]]]")}
-FORMS = " | ".join(f"{kind}:{form}" for kind, (_, form) in KINDS.items()) + " | simai:FILE"
+FORMS = " | ".join(f"{kind}:{form}" for kind, (_, form) in KINDS.items()) + " | simai:FILE | FILE.json|yaml"
 
 
 def from_spec(spec, rate=DEFAULT_RATE, queue=DEFAULT_QUEUE, delay=0.0):
     """'bigraph:2,8' -> BiGraph(2, 8, rate=rate, queue=queue); see KINDS for each kind's numbers;
-    'simai:FILE' reads a SimAI topology file (see simai)."""
+    'simai:FILE' reads a SimAI topology file (see simai); FILE.json or FILE.yaml a fabric as data
+    (see fabric_file)."""
+    if fabric_file.is_fabric_file(spec):
+        return fabric_file.load(spec, rate, queue, delay)
     kind, _, numbers = spec.partition(":")
     if kind == "simai":
         return simai.load(numbers, rate, queue, delay)
