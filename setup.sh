@@ -80,6 +80,12 @@ if ! cmp -s requirements.txt .venv/.requirements.installed; then
   .venv/bin/pip install -q --disable-pip-version-check -r requirements.txt
   cp requirements.txt .venv/.requirements.installed
 fi
+# The project itself, editable: `import testbed` from any folder, and pytest's testbed plugin.
+if ! cmp -s pyproject.toml .venv/.project.installed; then
+  echo "== installing the testbed package (editable) and its pytest plugin"
+  .venv/bin/pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
+  cp pyproject.toml .venv/.project.installed
+fi
 
 action="${1:-}"
 [ $# -gt 0 ] && shift

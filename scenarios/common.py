@@ -6,18 +6,12 @@ option and builds the plain-data plan (no root, nothing built, nothing written; 
 as ``modelled`` instead: such a run needs no root), and ``run(plan, results)``, which builds,
 checks, measures and writes into the ``RunFolder`` results, returning the exit code.
 """
-import math
-
-from testbed import routing
+from testbed import api, routing
 from testbed.emulation.network import DEFAULT_MTU
-from testbed.emulation.shaping import netem_available
 from testbed.errors import TestbedError
-from testbed.fidelity.capacity import check_hosts, check_link_rate, check_mtu, check_queue
 from testbed.routing.hashing import BONDS
-from testbed.topology import DEFAULT_QUEUE, DEFAULT_RATE, FORMS, HPN7, from_spec
-from testbed.topology.hpn7 import HPN_UPLINK_CAPACITY, uplink_ratio
-
-MAX_DELAY_MS = 1000   # beyond this TCP's handshakes and the runs' timeouts stop fitting
+from testbed.topology import DEFAULT_QUEUE, DEFAULT_RATE, FORMS
+from testbed.topology.hpn7 import HPN_UPLINK_CAPACITY
 
 
 def add_fabric_arguments(parser, topology):
@@ -45,34 +39,9 @@ def add_plane_arguments(parser):
                              "(a layer-3+4 hash, as a Linux bond) (default %(default)s)")
 
 
-def plane_forms(base, capacity, **kw):
-    """[single plane, dual plane] of the HPN7 base: the same ToRs, uplinks per ToR and uplink rate
-    (a ToR's uplinks carry `capacity` times its NIC-facing capacity); only the wiring differs."""
-    ratio = uplink_ratio(capacity, base.servers, base.aggs)
-    kw = {"rate": base.rate, "queue": base.queue, "delay": base.delay, **kw}
-    return [HPN7(base.segments, base.servers, base.rails, base.aggs, planes=p, tors=2, cores=base.cores,
-                 uplink_ratio=ratio, **kw) for p in (1, 2)]
-
-
 def fabric(args, spec=None):
     """The topology the fabric options describe (spec overrides --topology), checked."""
-    check_mtu(args.mtu)
-    check_link_rate(args.rate)
-    topo = from_spec(spec or args.topology, rate=args.rate, queue=args.queue, delay=check_delay(args.delay))
-    if len(topo.hosts) < 2:
-        raise TestbedError(f"{topo.name} has {len(topo.hosts)} host: a fabric needs at least 2 to carry traffic")
-    check_hosts(topo)
-    check_queue(topo, args.mtu)
-    return topo
-
-
-def check_delay(delay):
-    if not (math.isfinite(delay) and 0 <= delay <= MAX_DELAY_MS):
-        raise TestbedError(f"--delay must be between 0 and {MAX_DELAY_MS} ms (got {delay:g})")
-    if delay and not netem_available():
-        raise TestbedError("--delay needs the netem qdisc, which this kernel does not have (CONFIG_NET_SCH_NETEM): "
-                           "run without --delay, or in the lab VM, whose stock Debian kernel has it")
-    return delay
+    return api.fabric(spec or args.topology, rate=args.rate, queue=args.queue, delay=args.delay, mtu=args.mtu)
 
 
 def names(text, option, allowed):

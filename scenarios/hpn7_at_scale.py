@@ -14,7 +14,7 @@ import math
 import time
 from dataclasses import dataclass
 
-from scenarios.common import add_plane_arguments, counts, plane_forms
+from scenarios.common import add_plane_arguments, counts
 from testbed import routing
 from testbed.collectives.data import ELEMENT_BYTES
 from testbed.collectives.jobs import CrossSegmentJob, data_connections
@@ -25,6 +25,7 @@ from testbed.probes.loads import nic_downlink_split, tier_loads
 from testbed.report.paired import Comparison, trial_order
 from testbed.routing.hashing import Draw, Placer
 from testbed.topology import from_spec
+from testbed.topology.hpn7 import plane_forms
 
 NAME = "hpn7_at_scale"
 HELP = "HPN 7.0 at the paper's scale by the flow model (no root): dual against single plane over hash draws"

@@ -9,7 +9,7 @@ and the ToR's choice of uplink, and the same hash at successive switches picks c
 only plane p's ToRs; once a connection leaves its NIC its path down is fixed. Both forms have the
 same ToRs, A uplinks per ToR at the same rate (``--uplink-capacity``: HPN's ratio of ToR uplink
 to downlink capacity by default) and A aggregation switches' worth of ports; only the wiring
-differs (``scenarios.common.plane_forms``).
+differs (``topology.hpn7.plane_forms``).
 
 Trial t draws fresh 5-tuples (``routing.hashing.Draw`` from seed + t) and runs both forms on them,
 in alternating order, each on a freshly built fabric: a Ring allreduce over every host whose
@@ -23,7 +23,7 @@ import statistics
 import time
 from dataclasses import dataclass
 
-from scenarios.common import add_fabric_arguments, add_plane_arguments, at_least, fabric, plane_forms
+from scenarios.common import add_fabric_arguments, add_plane_arguments, at_least, fabric
 from testbed import routing
 from testbed.collectives.connections import source_ports
 from testbed.collectives.coordinator import Coordinator, emulation_launcher
@@ -42,6 +42,7 @@ from testbed.report import figures
 from testbed.report.paired import Comparison, trial_order
 from testbed.routing.hashing import Draw, Placer
 from testbed.topology import HPN7, interface
+from testbed.topology.hpn7 import plane_forms
 
 NAME = "hpn7_planes"
 HELP = "HPN7 single- against dual-plane under ECMP: paired trials with intervals, loads per tier, NIC split, " \

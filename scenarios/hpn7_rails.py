@@ -11,13 +11,13 @@ aggregation tier, whose hashing decides how evenly.
 Trial t draws fresh 5-tuples (``routing.hashing.Draw`` from seed + t) and runs every case on both
 forms with them, the forms in alternating order, each on a freshly built fabric; the gain of dual
 plane per case is a paired ratio with its 95% interval (``report.paired``). The forms are wired like
-with like (``scenarios.common.plane_forms``).
+with like (``topology.hpn7.plane_forms``).
 """
 import time
 from contextlib import ExitStack
 from dataclasses import dataclass
 
-from scenarios.common import add_fabric_arguments, add_plane_arguments, at_least, fabric, plane_forms
+from scenarios.common import add_fabric_arguments, add_plane_arguments, at_least, fabric
 from testbed import routing
 from testbed.collectives.connections import rank_connections, source_ports
 from testbed.collectives.coordinator import Coordinator, emulation_launcher
@@ -34,6 +34,7 @@ from testbed.report import figures
 from testbed.report.paired import Comparison, trial_order
 from testbed.routing.hashing import Draw
 from testbed.topology import HPN7
+from testbed.topology.hpn7 import plane_forms
 
 NAME = "hpn7_rails"
 HELP = "HPN7: segment-local against cross-segment allreduce, and Multi-AllReduce (every rail at once), both planes"

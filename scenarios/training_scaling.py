@@ -14,8 +14,9 @@ allreduce of the gradients is --comm-share of an iteration at N0 (see testbed.co
 import time
 from dataclasses import dataclass
 
-from scenarios.common import add_fabric_arguments, at_least, check_delay, counts, names
+from scenarios.common import add_fabric_arguments, at_least, counts, names
 from testbed import routing
+from testbed.api import check_delay
 from testbed.collectives.placements import place
 from testbed.collectives.schedules import HalvingDoubling
 from testbed.collectives.training import compute_seconds, linear_ratio, train

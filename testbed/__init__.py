@@ -13,4 +13,16 @@ The pipeline, one package per stage:
 
 ``testbed.programs`` holds the programs that run inside emulated hosts. The design, with the
 measurements behind it, is in docs/design.md.
+
+The public API (``testbed.api``, docs/api.md) is importable from here: ``testbed.fabric``,
+``testbed.emulate``, ``testbed.compare`` and the result classes. It is loaded on first use, so
+that the stages without Mininet (topology, routing) import without it.
 """
+import importlib
+
+
+def __getattr__(name):
+    api = importlib.import_module("testbed.api")
+    if name in api.__all__:
+        return getattr(api, name)
+    raise AttributeError(f"module 'testbed' has no attribute {name!r}")

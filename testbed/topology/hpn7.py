@@ -118,3 +118,12 @@ def uplink_ratio(capacity, servers, aggs):
         raise TestbedError(f"--uplink-capacity must be between 0.1 and 4 (got {capacity!r}): "
                            f"HPN 7.0's ToR has {HPN_UPLINK_CAPACITY:g}")
     return capacity * servers / aggs
+
+
+def plane_forms(base, capacity=HPN_UPLINK_CAPACITY, **kw):
+    """[single plane, dual plane] of the HPN7 base: the same ToRs, uplinks per ToR and uplink rate
+    (a ToR's uplinks carry `capacity` times its NIC-facing capacity); only the wiring differs."""
+    ratio = uplink_ratio(capacity, base.servers, base.aggs)
+    kw = {"rate": base.rate, "queue": base.queue, "delay": base.delay, **kw}
+    return [HPN7(base.segments, base.servers, base.rails, base.aggs, planes=p, tors=2, cores=base.cores,
+                 uplink_ratio=ratio, **kw) for p in (1, 2)]

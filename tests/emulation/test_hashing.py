@@ -1,7 +1,6 @@
 """The emulation forwards as ``routing.hashing`` computes and delivers what the flow model predicts
 from the captured paths: the two halves of the claim that the model at the paper's scale
 (hpn7_at_scale) is the emulated fabric's, checked where both run."""
-from scenarios.common import plane_forms
 from testbed import routing
 from testbed.collectives.jobs import CrossSegmentJob
 from testbed.emulation.network import Emulation
@@ -10,7 +9,7 @@ from testbed.probes.flows import measure_flows
 from testbed.probes.loads import Observation
 from testbed.routing.hashing import Draw, Placer
 from testbed.topology import HPN7
-from testbed.topology.hpn7 import HPN_UPLINK_CAPACITY
+from testbed.topology.hpn7 import HPN_UPLINK_CAPACITY, plane_forms
 
 MTU = 9000
 
