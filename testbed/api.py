@@ -42,7 +42,7 @@ from testbed.topology import DEFAULT_QUEUE, DEFAULT_RATE, Topology, from_spec, i
 from testbed.topology.hpn7 import HPN_UPLINK_CAPACITY, plane_forms
 
 __all__ = ["fabric", "emulate", "Emulated", "plane_forms", "Draw", "compare", "trial_order", "Collective", "Sweep",
-           "Collisions", "Flows", "FabricCheck", "TestbedError", "HPN_UPLINK_CAPACITY"]
+           "Collisions", "Flows", "FabricCheck", "TestbedError", "HPN_UPLINK_CAPACITY"]   # = testbed.API
 
 MAX_DELAY_MS = 1000   # beyond this TCP's handshakes and the runs' timeouts stop fitting
 SILENT = lambda line: None

@@ -88,3 +88,18 @@ def test_the_fixtures_skip_in_one_line_without_root(pytester, monkeypatch):
     result = pytester.runpytest_inprocess("-rs", "-p", "no:cacheprovider")
     result.assert_outcomes(skipped=2)
     result.stdout.fnmatch_lines(["*emulation needs root: run pytest with sudo*"])
+
+
+def test_testbed_exports_the_api_and_loads_it_only_when_asked():
+    import subprocess
+    import sys
+
+    from testbed import api
+
+    assert tuple(api.__all__) == testbed.API
+    # The controller and the rank programs import testbed; a library probing it for an attribute it
+    # lacks (eventlet, os-ken) must not load the API, and with it Mininet and its logging, there.
+    probe = ("import sys, testbed, testbed.topology; hasattr(testbed, 'no_such_thing'); "
+             "print('testbed.api' in sys.modules, 'mininet' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False", "False"], out
