@@ -3,6 +3,7 @@ gives names a scenario and options that pass their checks (prepare: nothing buil
 link between the pages leads somewhere. No root."""
 import re
 import shlex
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -44,3 +45,33 @@ def test_links_between_the_pages_lead_to_files():
         for target in re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", page.read_text()):
             if not target.startswith("http"):
                 assert (page.parent / target).exists(), f"{page.relative_to(ROOT)}: {target}"
+
+
+MEASURED = re.compile(r"(\d{4}-\d{2}-\d{2}), commit ([0-9a-f]{7,40})")
+
+
+def git(*args):
+    return subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True)
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_each_scenario_page_shows_a_run_no_older_than_its_scenario(name):
+    """A page's measured output names its date and commit; the scenario's module has not changed
+    since that commit (where the clone has the history to tell)."""
+    found = MEASURED.findall((ROOT / "docs" / "scenarios" / f"{name}.md").read_text())
+    assert found, f"docs/scenarios/{name}.md shows no measured run with its date and commit"
+    commit = max(found)[1]
+    if git("cat-file", "-e", f"{commit}^{{commit}}").returncode != 0:
+        pytest.skip(f"commit {commit} is not in this clone's history")
+    changed = git("diff", "--stat", commit, "HEAD", "--", f"scenarios/{name}.py").stdout.strip()
+    assert not changed, f"scenarios/{name}.py changed since the run its page shows ({commit}): measure it again"
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_each_scenario_page_lists_the_options_the_scenario_has(name, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "100")      # the width the pages are written at
+    sub = next(a for a in run_scenario.parser()._actions if a.dest == "scenario").choices[name]
+    help_ = sub.format_help()
+    page = (ROOT / "docs" / "scenarios" / f"{name}.md").read_text()
+    assert "## Options\n\n```\n" + help_[help_.index("options:"):].rstrip("\n") + "\n```\n" in page, \
+        f"docs/scenarios/{name}.md: its Options block is not `run_scenario.py {name} --help`"
