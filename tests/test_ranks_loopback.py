@@ -9,9 +9,10 @@ from types import SimpleNamespace
 import pytest
 
 from testbed.collectives.coordinator import AllreduceError, Coordinator, loopback_launcher
-from testbed.collectives.data import ELEMENT_BYTES
-from testbed.collectives.schedules import ALGORITHMS
+from testbed.collectives.data import COLLECTIVES, ELEMENT_BYTES
+from testbed.collectives.schedules import ALGORITHMS, example, rounds
 from testbed.emulation.programs import free_port
+from testbed.errors import TestbedError
 from testbed.programs.rank import EAGER_LIMIT, SO_MAX_PACING_RATE, UNPACED, Plan, starts_flow
 
 
@@ -24,6 +25,26 @@ def test_loopback_allreduce_is_exact(algorithm, ranks):
             assert wrong == 0
             assert len(times) == 2 and all(t > 0 for t in times)
     assert all(p.poll() is not None for p in coordinator.procs)
+
+
+@pytest.mark.parametrize("algorithm", sorted(ALGORITHMS))
+def test_every_collective_is_exact_over_sockets(algorithm):
+    """Each schedule over real sockets: one-frame messages, and large ones by rendezvous (checked
+    in every rank against numpy); 6 ranks where the algorithm takes any count, else 8."""
+    ranks = 6 if _runs(algorithm, 6) else 8
+    addresses, launch = loopback_launcher(ranks)
+    with Coordinator(example(algorithm, ranks), addresses, launch, timeout=10) as coordinator:
+        for count in (ranks * 4, ranks * 20000):
+            _, wrong = coordinator.run(count, iterations=2)
+            assert wrong == 0, count
+
+
+def _runs(algorithm, ranks):
+    try:
+        example(algorithm, ranks).check(ranks)
+        return True
+    except TestbedError:
+        return False
 
 
 def test_dead_peer_ends_run_with_clear_error_in_bounded_time():
@@ -71,14 +92,15 @@ def test_paced_connections_hold_the_pacing_rate():
 
 @pytest.mark.parametrize("algorithm", sorted(ALGORITHMS))
 def test_both_ends_agree_which_messages_wait_for_clear_to_send(algorithm):
-    """A sender that waits for a clear-to-send its receiver never sends would hang the step."""
+    """A sender that waits for a clear-to-send its receiver never sends would hang the step: every
+    message, matched as the ranks meet (``rounds``), starts a flow at both of its ends or at neither."""
     for ranks in (2, 4, 8, 16):
-        plans = [ALGORITHMS[algorithm]().steps(r, ranks, 1024) for r in range(ranks)]
-        for r, steps in enumerate(plans):
-            for i, step in enumerate(steps):
-                peer = plans[step.send_to]
-                assert peer[i].recv_from == r
-                assert starts_flow(steps, i, "send_to") == starts_flow(peer, i, "recv_from"), (r, i)
+        schedule = example(algorithm, ranks)
+        plans = [schedule.steps(r, ranks, 1024) for r in range(ranks)]
+        for moved in rounds(schedule, ranks, 1024):
+            for r, d, i, j in moved:
+                assert plans[d][j].recv_from == r
+                assert starts_flow(plans[r], i, "send_to") == starts_flow(plans[d], j, "recv_from"), (r, d, i, j)
 
 
 @pytest.mark.parametrize("algorithm", sorted(ALGORITHMS))
@@ -92,9 +114,10 @@ def test_plan_paces_acks_and_rendezvous_only_above_the_eager_limit(algorithm):
         inc = {p: [socket.socket()] for p in range(ranks) if p != r}
         pair = {p: out[p] if r < p else inc[p] for p in out}
         paced = [s for [s] in (*out.values(), *inc.values())]
-        rank = SimpleNamespace(schedule=ALGORITHMS[algorithm](), rank=r, ranks=ranks, inc=inc, out=out, pair=pair,
-                               eager_limit=EAGER_LIMIT, pacing=pacing, paced=paced)
-        for n in (256, count):                          # 1 KiB and 256 KiB allreduces
+        schedule = example(algorithm, ranks)
+        rank = SimpleNamespace(schedule=schedule, collective=COLLECTIVES[schedule.collective], rank=r, ranks=ranks,
+                               inc=inc, out=out, pair=pair, eager_limit=EAGER_LIMIT, pacing=pacing, paced=paced)
+        for n in (256, count):                          # 1 KiB and 256 KiB collectives
             plan = Plan(rank, n)
             assert plan.one_frame == (n == 256)
             sending = {sock for parts in plan.sends for sock, part in parts}
@@ -105,10 +128,16 @@ def test_plan_paces_acks_and_rendezvous_only_above_the_eager_limit(algorithm):
                 assert plan.clear_to_send[i] == (large and starts_flow(plan.steps, i, "recv_from"))
                 sends_large = ELEMENT_BYTES * (step.send[1] - step.send[0]) > EAGER_LIMIT
                 assert plan.rendezvous[i] == (sends_large and starts_flow(plan.steps, i, "send_to"))
+                if step.recv_from is None:
+                    assert plan.receives[i] == [] and not plan.clear_to_send[i]
+                else:
+                    [(arriving, _)] = plan.receives[i]
+                    assert arriving is (pair if plan.one_frame else inc)[step.recv_from][0]
+                if step.send_to is None:
+                    assert plan.sends[i] == [] and not plan.rendezvous[i]
+                    continue
                 [(sock, _)] = plan.sends[i]
-                [(arriving, _)] = plan.receives[i]
                 assert sock is (pair if plan.one_frame else out)[step.send_to][0]
-                assert arriving is (pair if plan.one_frame else inc)[step.recv_from][0]
                 rate = struct.unpack("=Q", sock.getsockopt(socket.SOL_SOCKET, SO_MAX_PACING_RATE, 8))[0]
                 assert rate == (pacing if sends_large else UNPACED)
             for [sock] in inc.values():

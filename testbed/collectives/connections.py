@@ -10,13 +10,15 @@ ran.
   its own on IPERF_BASE_PORT + its number.
 """
 from testbed.collectives.data import ELEMENT_BYTES
+from testbed.collectives.schedules import rounds
 
 IPERF_BASE_PORT = 5201
 
 
 def schedule_peers(schedule, rank, ranks):
     """The ranks `rank` exchanges data with, ascending: the peers it opens connections to."""
-    return sorted({p for s in schedule.steps(rank, ranks, ranks * 4) for p in (s.send_to, s.recv_from)})
+    return sorted({p for s in schedule.steps(rank, ranks, ranks * 4) for p in (s.send_to, s.recv_from)
+                   if p is not None})
 
 
 def rank_connections(schedule, hosts, ports, streams, draw):
@@ -60,11 +62,11 @@ def step_transfers(schedule, connections, count):
         return [(steps, moved)]
     plans = [schedule.steps(r, ranks, count) for r in range(ranks)]
     out = []
-    for i in range(len(plans[0])):
+    for step in rounds(schedule, ranks, count):
         moved = {}
-        for r, plan in enumerate(plans):
-            lo, hi = plan[i].send
-            _stripe(moved, connections[r][plan[i].send_to], ELEMENT_BYTES * (hi - lo))
+        for r, d, i, _ in step:
+            lo, hi = plans[r][i].send
+            _stripe(moved, connections[r][d], ELEMENT_BYTES * (hi - lo))
         out.append((1, moved))
     return out
 

@@ -46,13 +46,16 @@ class Coordinator:
 
     def __init__(self, algorithm, addresses, launch, timeout=20.0, sockbuf=1 << 20, streams=1, pacing=None,
                  eager_limit=None, label=None, source_ports=None):
-        """pacing: bytes/s each connection is paced at (None: not paced); eager_limit: messages up to
+        """algorithm: a schedule (``schedules.ALGORITHMS``) or its name; pacing: bytes/s each
+        connection is paced at (None: not paced); eager_limit: messages up to
         this many bytes are sent without waiting for the receiver (None: the rank's default); label:
         what errors call the collective (default: the algorithm); source_ports: {rank: {peer: [port
         per stream]}} from a hash draw (connections.source_ports; None: the kernel's choice)."""
+        args = {} if isinstance(algorithm, str) else algorithm.args()
+        algorithm = algorithm if isinstance(algorithm, str) else algorithm.name
         self.algorithm, self.addresses, self.launch = algorithm, addresses, launch
         self.label = label or algorithm
-        self.config = {"ranks": len(addresses), "algorithm": algorithm, "addresses": addresses,
+        self.config = {"ranks": len(addresses), "algorithm": algorithm, "schedule_args": args, "addresses": addresses,
                        "timeout": timeout, "sockbuf": sockbuf, "streams": streams, "pacing": pacing,
                        "eager_limit": eager_limit}
         self.timeout, self.ranks, self.inbox = timeout, [], queue.Queue()

@@ -1,25 +1,26 @@
-"""nccl-tests' metrics: algbw = bytes / time, busbw = algbw * 2(p-1)/p; busbw / link rate is the
-efficiency, 1.0 the physical limit."""
+"""nccl-tests' metrics: algbw = bytes / time, busbw = algbw times the collective's factor (allreduce
+2(p-1)/p; allgather, reduce-scatter, alltoall (p-1)/p; broadcast, sendrecv 1); busbw / link rate is
+the efficiency, 1.0 the physical limit."""
 import numpy as np
 
-from testbed.collectives.data import ELEMENT_BYTES
+from testbed.collectives.data import COLLECTIVES, ELEMENT_BYTES
 
 
-def bandwidths(size_bytes, seconds, ranks):
+def bandwidths(size_bytes, seconds, ranks, collective="allreduce"):
     """nccl-tests' algbw and busbw, bytes per second."""
     algbw = size_bytes / seconds
-    return algbw, algbw * 2 * (ranks - 1) / ranks
+    return algbw, algbw * COLLECTIVES[collective].busbw_factor(ranks)
 
 
-def result_row(algorithm, size_bytes, times, wrong, ranks, link_mbit, ports=1):
+def result_row(algorithm, size_bytes, times, wrong, ranks, link_mbit, ports=1, collective="allreduce"):
     """One row of the nccl-tests-style table from the timed iterations: the mean time (nccl-tests'
     figure, from which algbw and busbw come), the median and the 99th percentile. busbw above what
     a NIC's `ports` links carry cannot happen on faithful links: such a row is marked (above_link).
     A NIC of several ports (HPN7's bonded dual-port NIC) also gets busbw over its capacity."""
     mean = float(np.mean(times))
-    algbw, busbw = bandwidths(size_bytes, mean, ranks)
+    algbw, busbw = bandwidths(size_bytes, mean, ranks, collective)
     over = busbw * 8 / (link_mbit * 1e6)
-    row = {"algorithm": algorithm, "size": size_bytes, "count": size_bytes // ELEMENT_BYTES,
+    row = {"collective": collective, "algorithm": algorithm, "size": size_bytes, "count": size_bytes // ELEMENT_BYTES,
            "time_us": round(mean * 1e6, 1), "median_us": round(float(np.median(times)) * 1e6, 1),
            "p99_us": round(float(np.percentile(times, 99)) * 1e6, 1), "iterations": len(times),
            "algbw_MBps": round(algbw / 1e6, 4), "busbw_MBps": round(busbw / 1e6, 4),

@@ -1,10 +1,28 @@
 """Which host runs which rank: a list of host names, index = rank.
 
-An allreduce variant is a schedule plus a placement: Ring in rank order or alternating layers,
-Halving-Doubling in rank order (plain HD) or with EFLOPS' rank mapping (HDRM).
+A variant of a collective is a schedule plus a placement: for allreduce, Ring in rank order or
+alternating layers, Halving-Doubling in rank order (plain HD) or with EFLOPS' rank mapping (HDRM);
+the other collectives' variants are in ``COLLECTIVE_VARIANTS``.
 """
-from testbed.collectives.schedules import HalvingDoubling, Ring
+import random
+
+from testbed.collectives.schedules import (
+    BinomialTreeBroadcast,
+    HalvingDoubling,
+    PairwiseAlltoall,
+    PipelinedRingBroadcast,
+    RecursiveDoubling,
+    RecursiveHalving,
+    Ring,
+    RingAllgather,
+    RingReduceScatter,
+    RoundsAlltoall,
+    SendRecv,
+    XorAlltoall,
+    rounds,
+)
 from testbed.errors import TestbedError
+from testbed.routing import deterministic_routes
 from testbed.topology import HPN7, BiGraph
 
 
@@ -88,7 +106,59 @@ def on_shared_nics(eflops, shared, hosts):
     return [shared.host_at(eflops.hosts[h].server, 0).name for h in hosts]
 
 
-VARIANTS = {
+def alltoall_rounds(topo, hosts, routes, tries=40, seed=0):
+    """Rounds for ``RoundsAlltoall`` whose flows share no directed link where the fabric allows.
+    Every (sender, receiver) pair of ranks goes, greedily, into the first round where its sender
+    sends nothing yet, its receiver receives nothing yet and its route (deterministic ``routes``)
+    crosses no link that round already uses; pairs come in the pairwise exchange's order (receiver
+    i+k before i+k+1), shuffled within it by `tries` seeds. A rank idle in a round goes on to its
+    next, so the ranks play the rounds as they meet (``schedules.rounds``), not as built: of the
+    tries, the one whose rounds as played put fewest flows on a shared link wins, then the one of
+    fewest rounds. Ranks on one host reach each other inside it, on no link."""
+    ranks, ips = len(hosts), rank_ips(topo, hosts)
+    links = {(a, b): set() if ips[a] == ips[b] else set(routes[ips[a], ips[b]].directed_links())
+             for a in range(ranks) for b in range(ranks) if a != b}
+    best = None
+    for t in range(tries):
+        shuffle = random.Random(seed + t)
+        order = [(i, (i + k) % ranks) for k in range(1, ranks) for i in shuffle.sample(range(ranks), ranks)]
+        built = []          # [(sends {rank: to}, receivers, used links)]
+        for a, b in order:
+            for sends, receivers, used in built:
+                if a not in sends and b not in receivers and not links[a, b] & used:
+                    break
+            else:
+                sends, receivers, used = {}, set(), set()
+                built.append((sends, receivers, used))
+            sends[a] = b
+            receivers.add(b)
+            used |= links[a, b]
+        candidate = [[sends.get(i) for i in range(ranks)] for sends, _, _ in built]
+        played = rounds(RoundsAlltoall(candidate), ranks, ranks)
+        shared = sum(n - 1 for moved in played
+                     for n in link_load_of([links[a, b] for a, b, _, _ in moved]).values() if n > 1)
+        score = (shared, len(played))
+        if best is None or score < best[0]:
+            best = score, candidate
+    return best[1]
+
+
+def link_load_of(link_sets):
+    load = {}
+    for links in link_sets:
+        for link in links:
+            load[link] = load.get(link, 0) + 1
+    return load
+
+
+def rounds_alltoall(topo):
+    """Alltoall in rank order, in rounds that keep each round's flows on distinct links
+    (``alltoall_rounds`` over the fabric's deterministic routes)."""
+    hosts = rank_order(topo)
+    return RoundsAlltoall(alltoall_rounds(topo, hosts, deterministic_routes(topo))), hosts
+
+
+ALLREDUCE = {
     "ring": (Ring(), rank_order),
     "ring_topo": (Ring(), alternating_layers),
     "ring_grouped": (Ring(), server_grouped),
@@ -96,13 +166,38 @@ VARIANTS = {
     "hdrm": (HalvingDoubling(), hdrm),
     "ring_cross_segment": (Ring(), cross_segment),
 }
+# Each collective's variants, a schedule and a placement each (a placement may choose the schedule
+# too: (schedule, hosts)). EFLOPS' rank mapping serves the halves of HD as it serves HD, and the
+# xor alltoall's steps of one bit.
+COLLECTIVE_VARIANTS = {
+    "allreduce": ALLREDUCE,
+    "allgather": {"ring": (RingAllgather(), rank_order), "ring_topo": (RingAllgather(), alternating_layers),
+                  "rd": (RecursiveDoubling(), rank_order), "rdrm": (RecursiveDoubling(), hdrm)},
+    "reducescatter": {"ring": (RingReduceScatter(), rank_order),
+                      "ring_topo": (RingReduceScatter(), alternating_layers),
+                      "rh": (RecursiveHalving(), rank_order), "rhrm": (RecursiveHalving(), hdrm)},
+    "alltoall": {"pairwise": (PairwiseAlltoall(), rank_order), "xor": (XorAlltoall(), rank_order),
+                 "xor_rm": (XorAlltoall(), hdrm), "topo": (None, rounds_alltoall)},
+    "broadcast": {"ring": (PipelinedRingBroadcast(), rank_order),
+                  "ring_topo": (PipelinedRingBroadcast(), alternating_layers),
+                  "tree": (BinomialTreeBroadcast(), rank_order)},
+    "sendrecv": {"ring": (SendRecv(), rank_order), "ring_topo": (SendRecv(), alternating_layers)},
+}
+VARIANTS = ALLREDUCE
 
 
-def place(variant, topo):
-    """(schedule, host per rank) for an allreduce variant, refused clearly when it cannot run here."""
-    if variant not in VARIANTS:
-        raise TestbedError(f"unknown allreduce {variant!r}: use one of {', '.join(VARIANTS)}")
-    schedule, placement = VARIANTS[variant]
-    hosts = placement(topo)
+def place(variant, topo, collective="allreduce"):
+    """(schedule, host per rank) for a variant of a collective, refused clearly when it cannot run here."""
+    if collective not in COLLECTIVE_VARIANTS:
+        raise TestbedError(f"unknown collective {collective!r}: use one of {', '.join(COLLECTIVE_VARIANTS)}")
+    variants = COLLECTIVE_VARIANTS[collective]
+    if variant not in variants:
+        what = "allreduce" if collective == "allreduce" else f"{collective} algorithm"
+        raise TestbedError(f"unknown {what} {variant!r}: use one of {', '.join(variants)}")
+    schedule, placement = variants[variant]
+    if schedule is None:
+        schedule, hosts = placement(topo)
+    else:
+        hosts = placement(topo)
     schedule.check(len(hosts))
     return schedule, hosts

@@ -14,7 +14,7 @@ import numpy as np
 
 from testbed.collectives.coordinator import Coordinator, emulation_launcher
 from testbed.collectives.data import ELEMENT_BYTES
-from testbed.collectives.schedules import HalvingDoubling, step_pairs
+from testbed.collectives.schedules import HalvingDoubling, rounds
 from testbed.routing import deterministic_routes, link_load
 
 LATENCY_SLACK = 1.5       # a latency-bound result up to this many times the model is latency, measured
@@ -34,18 +34,22 @@ def idle_step_us(emu, size=1024, iterations=100):
 
 
 def model_us(schedule, hosts, topo, routes, count, idle_us):
-    """(time, latency-bound?) for one allreduce: per step the idle step latency or the step's bytes
-    over the link rate times the most flows on one link (1 where routes are unknown), whichever is
-    larger; latency-bound when the latency parts outweigh the transfers. (Ranks that share a host
-    reach each other inside it, faster than the model says: it is an upper bound there.)"""
+    """(time, latency-bound?) for one collective, played round by round as the ranks meet
+    (``schedules.rounds``: a step for Ring and HD, a pipelined broadcast's wavefront): per round
+    the idle step latency or its largest message over the link rate times the most flows on one
+    link (1 where routes are unknown), whichever is larger; latency-bound when the latency parts
+    outweigh the transfers. (Ranks that share a host reach each other inside it, faster than the
+    model says: it is an upper bound there.)"""
     ips = [topo.hosts[h].ports[0].ip for h in hosts]
-    steps = schedule.steps(0, len(hosts), count)
-    sharing = [max(link_load(routes, [(ips[a], ips[b]) for a, b in pairs if ips[a] != ips[b]]).values(), default=1)
-               if routes else 1 for pairs in step_pairs(schedule, len(hosts))]
-    transfers = [ELEMENT_BYTES * (s.send[1] - s.send[0]) * share / topo.bytes_per_s * 1e6
-                 for s, share in zip(steps, sharing)]
+    plans = [schedule.steps(r, len(hosts), count) for r in range(len(hosts))]
+    transfers = []
+    for moved in rounds(schedule, len(hosts), count):
+        pairs = [(ips[r], ips[d]) for r, d, _, _ in moved if ips[r] != ips[d]]
+        share = max(link_load(routes, pairs).values(), default=1) if routes and pairs else 1
+        largest = max(plans[r][i].send[1] - plans[r][i].send[0] for r, _, i, _ in moved)
+        transfers.append(ELEMENT_BYTES * largest * share / topo.bytes_per_s * 1e6)
     total = sum(max(idle_us, t) for t in transfers)
-    return total, idle_us * len(steps) >= sum(transfers)
+    return total, idle_us * len(transfers) >= sum(transfers)
 
 
 def judge(row, cpu, model, drops=0):

@@ -28,7 +28,7 @@ from testbed.collectives.coordinator import Coordinator, emulation_launcher
 from testbed.collectives.data import ELEMENT_BYTES
 from testbed.collectives.metrics import result_row
 from testbed.collectives.placements import rank_ips
-from testbed.collectives.schedules import step_pairs
+from testbed.collectives.schedules import rounds, step_pairs
 from testbed.emulation import ovs
 from testbed.errors import TestbedError
 from testbed.fidelity.verdict import CpuMonitor, flag
@@ -164,8 +164,8 @@ def step_flows(schedule, hosts, topo, count):
     """For each step, {(src ip, dst ip): bytes the schedule sends}."""
     ip = rank_ips(topo, hosts)
     plans = [schedule.steps(r, len(hosts), count) for r in range(len(hosts))]
-    return [{(ip[r], ip[plan[i].send_to]): ELEMENT_BYTES * (plan[i].send[1] - plan[i].send[0])
-             for r, plan in enumerate(plans)} for i in range(len(plans[0]))]
+    return [{(ip[r], ip[d]): ELEMENT_BYTES * (plans[r][i].send[1] - plans[r][i].send[0]) for r, d, i, _ in moved}
+            for moved in rounds(schedule, len(hosts), count)]
 
 
 def per_step(by_link, steps):

@@ -1,4 +1,5 @@
-"""One allreduce rank: python -m testbed.programs.rank CONFIG_JSON
+"""One rank of a collective (allreduce, allgather, reduce-scatter, alltoall, broadcast, send/recv):
+python -m testbed.programs.rank CONFIG_JSON
 
 Opens one TCP connection to each peer its schedule needs, for sending, and accepts one from each,
 for receiving: messages larger than a frame never flow both ways on one connection, where its ACKs
@@ -6,11 +7,12 @@ would queue behind the other direction's data (measured: HD's 1 MiB exchanges fe
 link rate); only a one-byte clear-to-send goes back, for messages above the eager limit. One-frame
 messages share one of a pair's two connections (``Plan``). Then says {"ready": true}
 on stdout, then for each {"count", "iteration", "repeat", "compute_s"} line on stdin runs `repeat`
-allreduces back to back, each after compute_s seconds of modelled computation (none by default), and
-answers {"iteration", "t0", "ends" (one per allreduce), "steps" (the first one's step
-ends), "wrong" (over all of them)}, until stdin closes. Any failure, including a peer
-that sends nothing for `timeout` seconds, ends it with {"error": ...}. The inputs and the check
-against numpy's sum are in ``testbed.collectives.data``.
+collectives back to back, each after compute_s seconds of modelled computation (none by default), and
+answers {"iteration", "t0", "ends" (one per collective), "steps" (the first one's step
+ends), "wrong" (over all of them)}, until stdin closes. The config names the schedule
+(``schedules.ALGORITHMS``) and, for one that needs them, its arguments (``schedule_args``). Any
+failure, including a peer that sends nothing for `timeout` seconds, ends it with {"error": ...}.
+Each collective's inputs and the check against numpy are in ``testbed.collectives.data``.
 """
 import contextlib
 import json
@@ -24,7 +26,7 @@ from collections import deque
 import numpy as np
 
 from testbed.collectives.connections import schedule_peers
-from testbed.collectives.data import DTYPE, ELEMENT_BYTES, expected_sum, rank_input
+from testbed.collectives.data import COLLECTIVES, DTYPE, ELEMENT_BYTES
 from testbed.collectives.schedules import ALGORITHMS
 
 SO_MAX_PACING_RATE = 47   # <asm-generic/socket.h>; not in Python's socket module
@@ -68,7 +70,8 @@ def starts_flow(steps, i, peer):
 class Rank:
     def __init__(self, cfg):
         self.rank, self.ranks = cfg["rank"], cfg["ranks"]
-        self.schedule = ALGORITHMS[cfg["algorithm"]]()
+        self.schedule = ALGORITHMS[cfg["algorithm"]](**cfg.get("schedule_args") or {})
+        self.collective = COLLECTIVES[self.schedule.collective]
         self.addresses = [tuple(a) for a in cfg["addresses"]]
         self.timeout, self.sockbuf = cfg["timeout"], cfg["sockbuf"]
         self.streams, self.pacing = cfg.get("streams", 1), cfg.get("pacing")
@@ -168,7 +171,7 @@ class Rank:
             data += part
         return data
 
-    def allreduce(self, plan):
+    def run(self, plan):
         """Runs plan's steps on plan.buf; returns each step's end time."""
         buf, staging, ends = plan.buf, plan.staging, []
         if not plan.one_frame:      # the general loop's receives, posted up front
@@ -180,7 +183,9 @@ class Rank:
             else:
                 self._transfer(plan, i, s, posted, left)
             lo, hi = s.recv
-            if s.reduce:
+            if s.recv_from is None:
+                pass
+            elif s.reduce:
                 np.add(buf[lo:hi], staging[i], out=buf[lo:hi])
             else:
                 buf[lo:hi] = staging[i]
@@ -309,7 +314,7 @@ class Rank:
 
 
 class Plan:
-    """One allreduce of `count` elements as this rank runs it, worked out once per count: its
+    """One collective of `count` elements as this rank runs it, worked out once per count: its
     buffers, each step's stripes per connection, which steps rendezvous and which ACK at once."""
 
     def __init__(self, rank, count):
@@ -326,15 +331,17 @@ class Plan:
         inc, out = (rank.pair, rank.pair) if one_frame else (rank.inc, rank.out)
         self.one_frame = one_frame
         self.receives = []                  # per step: [(socket, its part of the step's staging)]
-        self.data, self.expected = rank_input(rank.rank, count), expected_sum(rank.ranks, count)
-        self.buf = np.empty(count, dtype=DTYPE)
+        collective, self.count = rank.collective, count
+        self.data = collective.buffer(rank.rank, rank.ranks, count)
+        self.check, self.expected = collective.expected(rank.rank, rank.ranks, count)
+        self.buf = np.empty(len(self.data), dtype=DTYPE)
         self.staging = [np.empty(s.recv[1] - s.recv[0], dtype=DTYPE) for s in steps]
         as_bytes = lambda a: memoryview(a).cast("B")
         self.posted = {}                    # socket -> [(step, its part of the step's staging)]
         self.arriving, self.sizes, self.sends = [], [], []
         self.clear_to_send, self.rendezvous, self.quickack = [], [], []
         for i, (s, area) in enumerate(zip(steps, self.staging)):
-            parts = _stripes(as_bytes(area), inc[s.recv_from])
+            parts = _stripes(as_bytes(area), inc[s.recv_from]) if s.recv_from is not None else {}
             for sock, part in parts.items():
                 self.posted.setdefault(sock, []).append((i, part))
             size = sum(len(part) for part in parts.values())
@@ -344,7 +351,7 @@ class Plan:
             self.clear_to_send.append(size > rank.eager_limit and starts_flow(steps, i, "recv_from"))
             self.quickack.append(int(size > rank.eager_limit))
             message = as_bytes(self.buf[slice(*s.send)])
-            self.sends.append(list(_stripes(message, out[s.send_to]).items()))
+            self.sends.append(list(_stripes(message, out[s.send_to]).items()) if s.send_to is not None else [])
             self.rendezvous.append(len(message) > rank.eager_limit and starts_flow(steps, i, "send_to"))
         # A connection whose messages are all one frame goes unpaced: a NIC puts one frame on the
         # wire at once, and the shaped link still holds the rate. Pacing them cost the kernel a
@@ -370,7 +377,7 @@ def main(config):
             cmd = json.loads(line)
             if cmd.get("quit"):
                 break
-            if plan is None or len(plan.buf) != cmd["count"]:
+            if plan is None or plan.count != cmd["count"]:
                 plan = Plan(rank, cmd["count"])
             # A batch runs back to back, as nccl-tests launches its iterations: a rank that is done
             # starts the next at once; the data of each connection stays in order, so iterations
@@ -380,10 +387,10 @@ def main(config):
                 if cmd.get("compute_s"):        # a training step's modelled computation, before its allreduce
                     time.sleep(cmd["compute_s"])
                 np.copyto(plan.buf, plan.data)
-                step_ends = rank.allreduce(plan)
+                step_ends = rank.run(plan)
                 first = first or step_ends
                 ends.append(step_ends[-1] if step_ends else time.monotonic())
-                wrong += int(np.count_nonzero(plan.buf != plan.expected))
+                wrong += int(np.count_nonzero(plan.buf[slice(*plan.check)] != plan.expected))
             say(iteration=cmd["iteration"], t0=t0, ends=ends, steps=first, wrong=wrong)
     except (PeerError, OSError) as e:
         say(error=str(e), consequence=getattr(e, "consequence", False))
