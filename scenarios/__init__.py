@@ -1,6 +1,7 @@
 """One module per experiment; scenarios.common says what each provides."""
 from scenarios import (
     bigraph_allreduce,
+    collectives,
     dual_tor_failover,
     ecmp_collisions,
     fabric_check,
@@ -12,7 +13,6 @@ from scenarios import (
     training_scaling,
 )
 
-SCENARIOS = {m.NAME: m for m in (bigraph_allreduce, fabric_check, ecmp_collisions, incast, hpn7_planes, hpn7_rails,
-                                 hpn7_at_scale,
-                                 dual_tor_failover, server_nics, training_scaling)}
+SCENARIOS = {m.NAME: m for m in (bigraph_allreduce, collectives, fabric_check, ecmp_collisions, incast, hpn7_planes,
+                                 hpn7_rails, hpn7_at_scale, dual_tor_failover, server_nics, training_scaling)}
 DEFAULT = bigraph_allreduce.NAME

@@ -7,14 +7,13 @@ the largest size, the ratios between algorithms, and whether the emulator was th
 import time
 from dataclasses import dataclass
 
-from scenarios.common import add_fabric_arguments, at_least, fabric, names
+from scenarios.common import add_fabric_arguments, add_sweep_arguments, fabric, names, sweep_options
 from testbed import routing
 from testbed.collectives import sweep
 from testbed.emulation import ovs
 from testbed.emulation.network import Emulation
 from testbed.fidelity import fabric_check
 from testbed.fidelity.model import idle_step_us
-from testbed.programs.rank import EAGER_LIMIT
 from testbed.report import figures
 
 NAME = "bigraph_allreduce"
@@ -26,15 +25,7 @@ def add_arguments(parser):
     add_fabric_arguments(parser, topology="bigraph:2,8")
     parser.add_argument("--algorithms", default=",".join(ALGORITHMS),
                         help="comma-separated, from " + ", ".join(ALGORITHMS) + " (default: all)")
-    parser.add_argument("--min-bytes", type=int, default=1024, help="smallest message (default %(default)s)")
-    parser.add_argument("--max-bytes", type=int, default=1 << 20, help="largest message (default %(default)s)")
-    parser.add_argument("--factor", type=int, default=4, help="size multiplier per step (default %(default)s)")
-    parser.add_argument("--warmup", type=int, default=1, help="untimed iterations per size (default %(default)s)")
-    parser.add_argument("--iters", type=int, default=10,
-                        help="timed iterations per size, at least (small sizes get more; default %(default)s)")
-    parser.add_argument("--eager-limit", type=int, default=EAGER_LIMIT,
-                        help="larger messages wait for the receiver's clear-to-send; a huge value sends "
-                             "every message at once (default %(default)s)")
+    add_sweep_arguments(parser)
 
 
 @dataclass
@@ -54,11 +45,10 @@ class Plan:
 
 def prepare(args):
     topo = fabric(args)
-    placed = sweep.place_variants(topo, names(args.algorithms, "--algorithms", ALGORITHMS))
-    sizes = sweep.sizes(args.min_bytes, args.max_bytes, args.factor)
-    warmup, iters = at_least(args.warmup, 0, "--warmup"), at_least(args.iters, 1, "--iters")
+    sizes, warmup, iters, eager_limit = sweep_options(args)
+    placed = sweep.place_variants(topo, names(args.algorithms, "--algorithms", ALGORITHMS), size_list=sizes)
     sweep.check_sweep(sizes, len(topo.hosts), len(placed), topo.bytes_per_s, warmup, iters)
-    return Plan(topo, args.mtu, placed, sizes, warmup, iters, at_least(args.eager_limit, 0, "--eager-limit", " bytes"))
+    return Plan(topo, args.mtu, placed, sizes, warmup, iters, eager_limit)
 
 
 def run(plan, results):

@@ -7,8 +7,10 @@ as ``modelled`` instead: such a run needs no root), and ``run(plan, results)``, 
 checks, measures and writes into the ``RunFolder`` results, returning the exit code.
 """
 from testbed import api, routing
+from testbed.collectives import sweep
 from testbed.emulation.network import DEFAULT_MTU
 from testbed.errors import TestbedError
+from testbed.programs.rank import EAGER_LIMIT
 from testbed.routing.hashing import BONDS
 from testbed.topology import DEFAULT_QUEUE, DEFAULT_RATE, FORMS
 from testbed.topology.hpn7 import HPN_UPLINK_CAPACITY
@@ -37,6 +39,25 @@ def add_plane_arguments(parser):
                         help="how a bonded NIC spreads its connections over its two ports: round-robin "
                              "(connection i on port i mod 2, as an RDMA NIC places queue pairs) or hash "
                              "(a layer-3+4 hash, as a Linux bond) (default %(default)s)")
+
+
+def add_sweep_arguments(parser):
+    """The options of an nccl-tests-style size sweep (bigraph_allreduce, collectives)."""
+    parser.add_argument("--min-bytes", type=int, default=1024, help="smallest message (default %(default)s)")
+    parser.add_argument("--max-bytes", type=int, default=1 << 20, help="largest message (default %(default)s)")
+    parser.add_argument("--factor", type=int, default=4, help="size multiplier per step (default %(default)s)")
+    parser.add_argument("--warmup", type=int, default=1, help="untimed iterations per size (default %(default)s)")
+    parser.add_argument("--iters", type=int, default=10,
+                        help="timed iterations per size, at least (small sizes get more; default %(default)s)")
+    parser.add_argument("--eager-limit", type=int, default=EAGER_LIMIT,
+                        help="larger messages wait for the receiver's clear-to-send; a huge value sends "
+                             "every message at once (default %(default)s)")
+
+
+def sweep_options(args):
+    """(sizes, warmup, iters, eager limit) of the sweep options, checked."""
+    return (sweep.sizes(args.min_bytes, args.max_bytes, args.factor), at_least(args.warmup, 0, "--warmup"),
+            at_least(args.iters, 1, "--iters"), at_least(args.eager_limit, 0, "--eager-limit", " bytes"))
 
 
 def fabric(args, spec=None):

@@ -1,9 +1,12 @@
 """ECMP collisions: HD on a leaf-spine Clos with hashed ECMP against HDRM on BiGraph with
-deterministic routes, at equal link rate and rank count.
+deterministic routes, at equal link rate and rank count; with ``--workload alltoall``, the pairwise
+alltoall on the Clos against BiGraph's alltoall in rounds whose flows share no link (the traffic of
+mixture-of-experts' expert parallelism, which stresses hashing most: every pair of ranks, a fresh
+set of 5-tuples in every step).
 
 Trial t draws fresh source ports (``routing.hashing.Draw`` from seed + t, so a fresh ECMP hash
 draw) and runs both cases with them, in alternating order, each on a freshly built fabric: the
-allreduce at one message size while the collision probe captures every switch-to-switch link. Each
+collective at one message size while the collision probe captures every switch-to-switch link. Each
 trial reports per step the links that two or more flows shared, the busbw, and for deterministic
 routes what the routing predicted. The summary pairs the trials (``report.paired``): each case's
 busbw and collided steps with 95% intervals, and BiGraph's gain over the Clos with its interval.
@@ -27,7 +30,9 @@ from testbed.routing.hashing import Draw
 
 NAME = "ecmp_collisions"
 HELP = "HD on a Clos with ECMP against HDRM on BiGraph with deterministic routes: collisions per step, busbw"
-CLOS, BIGRAPH = "clos-ecmp-hd", "bigraph-deterministic-hdrm"
+# {workload: ((collective, variant on the Clos), (collective, variant on BiGraph))}
+WORKLOADS = {"allreduce": (("allreduce", "hd"), ("allreduce", "hdrm")),
+             "alltoall": (("alltoall", "pairwise"), ("alltoall", "topo"))}
 DEFAULT_TRIALS = 16
 
 
@@ -35,6 +40,9 @@ def add_arguments(parser):
     add_fabric_arguments(parser, topology="bigraph:2,8")
     parser.add_argument("--clos", default="leafspine:4,4,4",
                         help="the ECMP Clos, same host count as --topology (default %(default)s)")
+    parser.add_argument("--workload", choices=WORKLOADS, default="allreduce",
+                        help="allreduce: HD on the Clos, HDRM on BiGraph; alltoall: pairwise on the Clos, in "
+                             "link-disjoint rounds on BiGraph (default %(default)s)")
     parser.add_argument("--bytes", type=int, default=1 << 20, help="message size (default %(default)s)")
     parser.add_argument("--trials", type=int, default=DEFAULT_TRIALS,
                         help="paired trials, each on a fresh hash draw (default %(default)s: about 9 minutes)")
@@ -47,6 +55,7 @@ class Case:
     label: str
     topo: object
     routing: str
+    collective: str
     variant: str
 
 
@@ -58,6 +67,7 @@ class Plan:
     trials: int
     iters: int
     seed: int
+    workload: str
 
     @property
     def fabrics(self):
@@ -75,31 +85,35 @@ def prepare(args):
     check_sweep([args.bytes], len(bigraph.hosts), 2 * trials, bigraph.bytes_per_s, 1, iters)
     if shutil.which("tcpdump") is None:
         raise TestbedError("the collision probe needs tcpdump: run 'sudo ./setup.sh' to install it")
-    cases = [Case(CLOS, clos, "ecmp", "hd"), Case(BIGRAPH, bigraph, "deterministic", "hdrm")]
+    (clos_collective, clos_variant), (big_collective, big_variant) = WORKLOADS[args.workload]
+    cases = [Case(f"clos-ecmp-{clos_variant}", clos, "ecmp", clos_collective, clos_variant),
+             Case(f"bigraph-deterministic-{big_variant}", bigraph, "deterministic", big_collective, big_variant)]
     for case in cases:
-        place(case.variant, case.topo)
+        schedule, hosts = place(case.variant, case.topo, case.collective)
+        schedule.check_count(len(hosts), args.bytes // ELEMENT_BYTES)
     seed = args.seed if args.seed is not None else int(time.time() * 1000) % 1_000_000
-    return Plan(cases, args.mtu, args.bytes, trials, iters, seed)
+    return Plan(cases, args.mtu, args.bytes, trials, iters, seed, args.workload)
 
 
 def run_trial(case, plan, trial, folder, on_row):
     """One trial of a case under the collision probe, on a fabric built for it, with the trial's draw."""
-    schedule, hosts = place(case.variant, case.topo)
+    schedule, hosts = place(case.variant, case.topo, case.collective)
     folder = folder / case.label / f"trial{trial}"
     with Emulation(case.topo, routing.plan(case.topo, case.routing), folder, mtu=plan.mtu) as emu:
         return collision_trials(emu, case.label, case.variant, schedule, hosts, plan.size, 1, plan.iters, folder,
                                 on_row=on_row, draws={trial: Draw(plan.seed + trial)})
 
 
-def compare_cases(rows):
+def compare_cases(rows, cases):
     """BiGraph against the Clos, paired over trials: busbw/link and collided steps."""
+    CLOS, BIGRAPH = (case.label for case in cases)
     by = {(r["case"], r["trial"]): r for r in rows}
     trials = sorted({t for _, t in by if (CLOS, t) in by and (BIGRAPH, t) in by})
     pairs = lambda key: [(by[CLOS, t][key], by[BIGRAPH, t][key]) for t in trials]
     out = {"busbw": Comparison("busbw/link", (CLOS, BIGRAPH), pairs("busbw_over_link"), 3),
            "collided": Comparison("collided steps", (CLOS, BIGRAPH), pairs("collided_steps"), 1)}
     summary = {key: c.to_dict() for key, c in out.items()}
-    summary["steps_per_trial"] = rows[0]["steps"] if rows else None
+    summary["steps_per_case"] = [next((r["steps"] for r in rows if r["case"] == c), None) for c in (CLOS, BIGRAPH)]
     summary["wrong"] = sum(r["wrong"] for r in rows)
     summary["emulator_bottleneck_trials"] = [f"{r['case']}#{r['trial']}" for r in rows if r["emulator_bottleneck"]]
     summary["emulator"] = describe_all(rows, lambda r: f"{r['case']}#{r['trial']}")
@@ -108,7 +122,7 @@ def compare_cases(rows):
 
 def run(plan, results):
     started = time.monotonic()
-    print(f"# {NAME}: {plan.size} B allreduce, {plan.trials} paired trials x {plan.iters} iterations from seed "
+    print(f"# {NAME}: {plan.size} B {plan.workload}, {plan.trials} paired trials x {plan.iters} iterations from seed "
           f"{plan.seed}, links {plan.cases[0].topo.rate:g} Mbit/s, MTU {plan.mtu}")
     for case in plan.cases:
         print(f"#   {case.label}: {case.topo.describe()}, routing {case.routing}, {case.variant}")
@@ -126,10 +140,11 @@ def run(plan, results):
                 run_trial(case, plan, trial, results.path, keep)
             print(f"  ... {trial + 1} of {plan.trials} trials in {time.monotonic() - started:.0f} s", flush=True)
         rows = about["rows"]
-        compared, cmp = compare_cases(rows)
+        compared, cmp = compare_cases(rows, plan.cases)
         about["summary"] = cmp
         about["seconds"] = round(time.monotonic() - started, 1)
-    print(f"\nsummary (paired over trials; mean [95% interval], of {cmp['steps_per_trial']} steps per allreduce):")
+    steps = ", ".join(f"{case.label} {n}" for case, n in zip(plan.cases, cmp["steps_per_case"]))
+    print(f"\nsummary (paired over trials; mean [95% interval]; steps per {plan.workload}: {steps}):")
     for c in compared.values():
         print(f"  {c.line()}")
     print(f"  #wrong over every iteration: {cmp['wrong']}")

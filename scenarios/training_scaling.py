@@ -10,6 +10,9 @@ throughput(N) / ((N / N0) x throughput(N0)), N0 the smallest N.
   one server and never touches the network.
 The computation per iteration is the same at every N (weak scaling), chosen so that the ideal
 allreduce of the gradients is --comm-share of an iteration at N0 (see testbed.collectives.training).
+With --workload FILE, an iteration is instead a SimAI workload file replayed
+(testbed.collectives.workload): its layers' computation slept, their collectives (allreduce,
+allgather, reduce-scatter, alltoall, broadcast) real, each in the system's family of algorithms.
 """
 import time
 from dataclasses import dataclass
@@ -17,9 +20,10 @@ from dataclasses import dataclass
 from scenarios.common import add_fabric_arguments, at_least, counts, names
 from testbed import routing
 from testbed.api import check_delay
+from testbed.collectives import workload as workloads
 from testbed.collectives.placements import place
 from testbed.collectives.schedules import HalvingDoubling
-from testbed.collectives.training import compute_seconds, linear_ratio, train
+from testbed.collectives.training import compute_seconds, family, linear_ratio, replay, train
 from testbed.emulation import preflight
 from testbed.emulation.network import Emulation
 from testbed.errors import TestbedError
@@ -45,6 +49,12 @@ def add_arguments(parser):
                         help="the ideal allreduce's share of an iteration at the smallest N (default %(default)s)")
     parser.add_argument("--iters", type=int, default=5, help="timed iterations per point (default %(default)s)")
     parser.add_argument("--batch", type=int, default=32, help="samples per rank per iteration (default %(default)s)")
+    parser.add_argument("--workload", default=None, metavar="FILE",
+                        help="replay a SimAI workload file (as AICB writes them) instead of compute + allreduce; "
+                             "--gradient-bytes and --comm-share are then unused")
+    parser.add_argument("--workload-gbit", type=float, default=400.0,
+                        help="the link rate the workload was made for, Gbit/s: its sizes are scaled by "
+                             "--rate over it (default %(default)s)")
 
 
 def system_fabric(system, ranks, rate, queue, delay):
@@ -75,6 +85,8 @@ class Plan:
     iters: int
     batch: int
     base: int             # N0
+    workload: object = None   # a workloads.Workload, or None: compute + gradient allreduce
+    scale: float = 1.0        # workload sizes here over as written
 
     @property
     def fabrics(self):
@@ -104,14 +116,29 @@ def prepare(args):
     points = [(s, n, *system_fabric(s, n, args.rate, args.queue, delay)) for s in systems for n in rank_counts]
     base = rank_counts[0]
     compute = compute_seconds(size, base, points[0][2].bytes_per_s, args.comm_share)
+    workload, scale = None, 1.0
+    if args.workload is not None:
+        workload = workloads.read(args.workload)
+        if args.workload_gbit <= 0:
+            raise TestbedError(f"--workload-gbit must be positive (got {args.workload_gbit:g})")
+        scale = args.rate * 1e6 / (args.workload_gbit * 1e9)
+        compute = workload.compute_s()
     return Plan(points, args.mtu, size, compute, at_least(args.iters, 1, "--iters"),
-                at_least(args.batch, 1, "--batch"), base)
+                at_least(args.batch, 1, "--batch"), base, workload, scale)
 
 
 def run(plan, results):
     started = time.monotonic()
-    print(f"# {NAME}: gradients of {plan.gradient_bytes} B, {plan.compute_s * 1e3:.0f} ms of modelled computation "
-          f"per iteration, {plan.iters} iterations per point, {plan.batch} samples per rank; N0 = {plan.base}")
+    if plan.workload:
+        w = plan.workload
+        print(f"# {NAME}: workload {w.path} ({w.parallelism}, {len(w.layers)} layers, collectives "
+              f"{', '.join(w.collectives())}), sizes x {plan.scale:.3g} (--rate over --workload-gbit), "
+              f"{plan.compute_s * 1e3:.1f} ms of computation per iteration, {plan.iters} iterations per point, "
+              f"{plan.batch} samples per rank; N0 = {plan.base}")
+    else:
+        print(f"# {NAME}: gradients of {plan.gradient_bytes} B, {plan.compute_s * 1e3:.0f} ms of modelled "
+              f"computation per iteration, {plan.iters} iterations per point, {plan.batch} samples per rank; "
+              f"N0 = {plan.base}")
     print("# system           ranks  iteration(ms)  samples/s  linear ratio  #wrong  emulator")
     about = {"scenario": NAME, "gradient_bytes": plan.gradient_bytes, "compute_s": plan.compute_s,
              "base_ranks": plan.base, "rows": []}
@@ -120,15 +147,26 @@ def run(plan, results):
         for system, ranks, topo, mode, variant, (schedule, hosts) in plan.points:
             folder = results / f"{system}-{ranks}"
             with Emulation(topo, routing.plan(topo, mode), folder, mtu=plan.mtu, log=lambda m: None) as emu:
-                row = train(emu, schedule, hosts, plan.gradient_bytes, plan.compute_s, plan.iters, plan.batch,
-                            f"{system} N={ranks}")
+                label = f"{system} N={ranks}"
+                if plan.workload:
+                    used = family(topo, mode, schedule, hosts, plan.workload.collectives())
+                    row = replay(emu, used, hosts, plan.workload, plan.scale, plan.iters, plan.batch, label)
+                else:
+                    row = train(emu, schedule, hosts, plan.gradient_bytes, plan.compute_s, plan.iters, plan.batch,
+                                label)
             base.setdefault(system, (row["samples_per_s"], ranks))
             row.update(system=system, ranks=ranks, fabric=topo.name, variant=variant,
                        linear_ratio=round(linear_ratio(row["samples_per_s"], ranks, *base[system]), 3))
             about["rows"].append(row)
-            results.append("training_scaling.csv", {k: v for k, v in row.items() if k != "times"})
+            flat = {k: v for k, v in row.items() if k not in ("times", "comm_share")}
+            flat.update({f"share_{c}": share for c, share in row.get("comm_share", {}).items()})
+            results.append("training_scaling.csv", flat)
             print(f"  {system:15s} {ranks:5d}  {row['iteration_s'] * 1e3:13.1f}  {row['samples_per_s']:9.1f}  "
                   f"{row['linear_ratio']:12.3f}  {row['wrong']:6d}  {flag(row)}")
+            if plan.workload:
+                print(f"  {'':15s}        exposed communication {row['exposed_comm_s'] * 1e3:.1f} ms of "
+                      f"{row['iteration_s'] * 1e3:.1f}; of the communication: " +
+                      ", ".join(f"{c} {share:.0%}" for c, share in row["comm_share"].items()))
         about["seconds"] = round(time.monotonic() - started, 1)
     largest = max(r["ranks"] for r in about["rows"])
     print(f"\nsummary: linear ratio at {largest} ranks against N0 = {plan.base}: " + ", ".join(

@@ -85,9 +85,10 @@ def _verdict(row: dict) -> str:
 
 @dataclass(frozen=True)
 class Collective:
-    """One allreduce size of a sweep, as nccl-tests prints it: the mean time, algbw and busbw
-    (bytes/s over 1e6), busbw over the link rate, the results that differed from numpy, and the
-    verdict ('ok', or BOTTLENECK / LOSS / ABOVE-LINK: see docs/fidelity.md)."""
+    """One size of a collective's sweep, as nccl-tests prints it: the mean time, algbw and busbw
+    (bytes/s over 1e6, busbw with the collective's factor), busbw over the link rate, the results
+    that differed from numpy, and the verdict ('ok', or BOTTLENECK / LOSS / ABOVE-LINK: see
+    docs/fidelity.md)."""
     algorithm: str
     size: int
     ranks: int
@@ -98,6 +99,7 @@ class Collective:
     wrong: int
     verdict: str
     row: dict = field(repr=False)
+    collective: str = "allreduce"
 
     @property
     def emulator_bottleneck(self) -> bool:
@@ -106,7 +108,8 @@ class Collective:
     @classmethod
     def from_row(cls, row: dict) -> Collective:
         return cls(row["algorithm"], row["size"], row["ranks"], row["time_us"], row["algbw_MBps"],
-                   row["busbw_MBps"], row["busbw_over_link"], row["wrong"], _verdict(row), row)
+                   row["busbw_MBps"], row["busbw_over_link"], row["wrong"], _verdict(row), row,
+                   row.get("collective", "allreduce"))
 
 
 class Sweep(list):
@@ -223,9 +226,12 @@ class Emulated:
                            summary["parallel_flows"]["min"], summary)
 
     def sweep(self, algorithms: Iterable[str] = ("ring", "hd", "hdrm"), sizes: Iterable[int] = (1024, 1 << 20), *,
-              iters: int = 5, warmup: int = 1, model: bool = True, progress=SILENT) -> Sweep:
-        """An allreduce of each size by each algorithm ('ring', 'ring_topo', 'hd', 'hdrm',
-        'ring_grouped'), every result checked against numpy. model: judge each row against what
+              iters: int = 5, warmup: int = 1, model: bool = True, progress=SILENT,
+              collective: str = "allreduce") -> Sweep:
+        """A collective of each size by each algorithm, every result checked against numpy:
+        allreduce by 'ring', 'ring_topo', 'hd', 'hdrm', 'ring_grouped'; the other collectives
+        ('allgather', 'reducescatter', 'alltoall', 'broadcast', 'sendrecv') by the variants
+        docs/scenarios/collectives.md lists. model: judge each row against what
         the idle fabric and the link rate predict (docs/fidelity.md), at the cost of one idle-latency
         measurement per emulation; without it only the CPU decides the verdict."""
         algorithms, sizes = list(algorithms), sorted(set(sizes))
@@ -233,7 +239,7 @@ class Emulated:
             raise TestbedError("a sweep needs at least one algorithm and one size")
         if min(sizes) < ELEMENT_BYTES or iters < 1 or warmup < 0:
             raise TestbedError(f"sizes must be at least {ELEMENT_BYTES} bytes, iters at least 1, warmup at least 0")
-        placed = sweeps.place_variants(self.topo, algorithms)
+        placed = sweeps.place_variants(self.topo, algorithms, collective, sizes)
         sweeps.check_sweep(sizes, max(len(h) for _, h in placed.values()), len(placed), self.topo.bytes_per_s,
                            warmup, iters)
         if model and self._idle_step_us is None:

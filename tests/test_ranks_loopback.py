@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 
 from testbed.collectives.coordinator import AllreduceError, Coordinator, loopback_launcher
-from testbed.collectives.data import COLLECTIVES, ELEMENT_BYTES
+from testbed.collectives.data import ELEMENT_BYTES
 from testbed.collectives.schedules import ALGORITHMS, example, rounds
 from testbed.emulation.programs import free_port
 from testbed.errors import TestbedError
@@ -115,8 +115,8 @@ def test_plan_paces_acks_and_rendezvous_only_above_the_eager_limit(algorithm):
         pair = {p: out[p] if r < p else inc[p] for p in out}
         paced = [s for [s] in (*out.values(), *inc.values())]
         schedule = example(algorithm, ranks)
-        rank = SimpleNamespace(schedule=schedule, collective=COLLECTIVES[schedule.collective], rank=r, ranks=ranks,
-                               inc=inc, out=out, pair=pair, eager_limit=EAGER_LIMIT, pacing=pacing, paced=paced)
+        rank = SimpleNamespace(schedule=schedule, rank=r, ranks=ranks, inc=inc, out=out, pair=pair,
+                               eager_limit=EAGER_LIMIT, pacing=pacing, paced=paced)
         for n in (256, count):                          # 1 KiB and 256 KiB collectives
             plan = Plan(rank, n)
             assert plan.one_frame == (n == 256)

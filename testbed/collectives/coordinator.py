@@ -46,16 +46,19 @@ class Coordinator:
 
     def __init__(self, algorithm, addresses, launch, timeout=20.0, sockbuf=1 << 20, streams=1, pacing=None,
                  eager_limit=None, label=None, source_ports=None):
-        """algorithm: a schedule (``schedules.ALGORITHMS``) or its name; pacing: bytes/s each
-        connection is paced at (None: not paced); eager_limit: messages up to
+        """algorithm: a schedule (``schedules.ALGORITHMS``) or its name, or a list of schedules that
+        the same ranks run in turn on the same connections (``iterate``'s `schedule` picks one);
+        pacing: bytes/s each connection is paced at (None: not paced); eager_limit: messages up to
         this many bytes are sent without waiting for the receiver (None: the rank's default); label:
         what errors call the collective (default: the algorithm); source_ports: {rank: {peer: [port
         per stream]}} from a hash draw (connections.source_ports; None: the kernel's choice)."""
-        args = {} if isinstance(algorithm, str) else algorithm.args()
-        algorithm = algorithm if isinstance(algorithm, str) else algorithm.name
+        listed = algorithm if isinstance(algorithm, list) else [algorithm]
+        schedules = [{"algorithm": s, "schedule_args": {}} if isinstance(s, str) else
+                     {"algorithm": s.name, "schedule_args": s.args()} for s in listed]
+        algorithm = "+".join(s["algorithm"] for s in schedules)
         self.algorithm, self.addresses, self.launch = algorithm, addresses, launch
         self.label = label or algorithm
-        self.config = {"ranks": len(addresses), "algorithm": algorithm, "schedule_args": args, "addresses": addresses,
+        self.config = {"ranks": len(addresses), "schedules": schedules, "addresses": addresses,
                        "timeout": timeout, "sockbuf": sockbuf, "streams": streams, "pacing": pacing,
                        "eager_limit": eager_limit}
         self.timeout, self.ranks, self.inbox = timeout, [], queue.Queue()
@@ -85,16 +88,17 @@ class Coordinator:
         except ProgramError as e:
             raise AllreduceError(str(e)) from None
 
-    def iterate(self, count, iteration, timeout, repeat=1, compute_s=0.0):
+    def iterate(self, count, iteration, timeout, repeat=1, compute_s=0.0, schedule=0):
         """`repeat` allreduces back to back, as one batch; each one's time runs from the end of the
         one before (from the first rank's start, for the first) to its last rank's end, on the
         machine-wide monotonic clock. Returns the batch's start and end, every allreduce's time,
         #wrong over all, and when each step of the first ended (the last rank's end, from the
         batch's start): the view that shows a straggling flow. compute_s: seconds each rank spends
-        before each allreduce (a training step's modelled computation)."""
+        before each allreduce (a training step's modelled computation); schedule: which of the
+        coordinator's schedules runs."""
         for rank in self.ranks:
             try:
-                rank.send(count=count, iteration=iteration, repeat=repeat, compute_s=compute_s)
+                rank.send(count=count, iteration=iteration, repeat=repeat, compute_s=compute_s, schedule=schedule)
             except ProgramError as e:
                 raise AllreduceError(f"{self.label}: {e}") from None
         replies = self._collect("iteration", (timeout + compute_s) * repeat)

@@ -71,15 +71,15 @@ def failure_timeline(iterations, windows, started, ended, size, ranks, link_mbit
 REFERENCE = {"link_gbit": 100.0, "step_us": 5.0}   # a real fabric to scale emulated sizes to
 
 
-def hockney(rows, ranks, steps):
+def hockney(rows, ranks, steps, collective="allreduce"):
     """The alpha-beta (Hockney) model fitted to one algorithm's sweep, t = steps * alpha +
-    2n(p-1)/p * beta (least squares on the relative error, so small and large sizes count alike):
-    alpha, the time per step, and beta, the time per byte of the bandwidth term; None with fewer
-    than two sizes."""
+    n * busbw factor * beta (allreduce: 2n(p-1)/p), by least squares on the relative error, so
+    small and large sizes count alike: alpha, the time per step, and beta, the time per byte of
+    the bandwidth term; None with fewer than two sizes."""
     if len({r["size"] for r in rows}) < 2:
         return None
     t = np.array([r["time_us"] / 1e6 for r in rows])
-    x = np.array([2 * r["size"] * (ranks - 1) / ranks for r in rows])
+    x = np.array([r["size"] * COLLECTIVES[collective].busbw_factor(ranks) for r in rows])
     (a, b), *_ = np.linalg.lstsq(np.stack([1 / t, x / t], axis=1), np.ones(len(t)), rcond=None)
     return {"alpha_us": round(a / steps * 1e6, 1), "beta_ns_per_byte": round(b * 1e9, 2),
             "fitted_mbit": round(8 / b / 1e6, 2) if b > 0 else None, "steps": steps}

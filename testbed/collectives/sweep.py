@@ -1,12 +1,13 @@
-"""The size sweep: every allreduce variant over a range of message sizes in a running emulation,
-one nccl-tests-style row per (variant, size) with its bottleneck verdict, and the comparison of the
-variants at the smallest and the largest size."""
+"""The size sweep: every variant of a collective over a range of message sizes in a running
+emulation, one nccl-tests-style row per (variant, size) with its bottleneck verdict, and the
+comparison of the variants at the smallest and the largest size."""
 from pathlib import Path
 
 from testbed.collectives.coordinator import Coordinator, emulation_launcher
 from testbed.collectives.data import ELEMENT_BYTES
 from testbed.collectives.metrics import REFERENCE, hockney, real_size, result_row
 from testbed.collectives.placements import place
+from testbed.collectives.schedules import rounds
 from testbed.errors import TestbedError
 from testbed.fidelity.model import judge, model_us
 from testbed.fidelity.verdict import CpuMonitor, describe_all
@@ -58,9 +59,14 @@ def check_sweep(size_list, ranks, variants, link_bytes, warmup, iters):
                            "a smaller --max-bytes or a higher --rate")
 
 
-def place_variants(topo, variants):
-    """{variant: (schedule, hosts)}, refusing what cannot run, before anything is built."""
-    return {name: place(name, topo) for name in variants}
+def place_variants(topo, variants, collective="allreduce", size_list=()):
+    """{variant: (schedule, hosts)}, refusing what cannot run (on this fabric, or at one of the
+    sizes), before anything is built."""
+    placed = {name: place(name, topo, collective) for name in variants}
+    for schedule, hosts in placed.values():
+        for size in size_list:
+            schedule.check_count(len(hosts), size // ELEMENT_BYTES)
+    return placed
 
 
 def iterations_for(size, iters, link_bytes, budget=1.0, cap=200):
@@ -80,7 +86,7 @@ def run_sweep(emu, placed, size_list, warmup, iters, progress=print, eager_limit
     progress(tables.header())
     for name, (schedule, hosts) in placed.items():
         addresses, launch = emulation_launcher(emu, hosts)
-        with Coordinator(schedule.name, addresses, launch, pacing=link_bytes, eager_limit=eager_limit,
+        with Coordinator(schedule, addresses, launch, pacing=link_bytes, eager_limit=eager_limit,
                          label=name) as coordinator:
             for size in size_list:
                 timeout = 60 + 40 * size / link_bytes
@@ -89,8 +95,9 @@ def run_sweep(emu, placed, size_list, warmup, iters, progress=print, eager_limit
                     times, wrong = coordinator.run(size // ELEMENT_BYTES, iterations_for(size, iters, link_bytes),
                                                    warmup, timeout=timeout)
                 drops = emu.switch_drops() - drops
-                row = result_row(name, size, times, wrong, len(hosts), emu.topo.rate)
-                steps = len(schedule.steps(0, len(hosts), len(hosts)))
+                row = result_row(name, size, times, wrong, len(hosts), emu.topo.rate,
+                                 collective=schedule.collective)
+                steps = len(rounds(schedule, len(hosts), size // ELEMENT_BYTES))
                 row.update(ranks=len(hosts), steps=steps, step_us=round(row["time_us"] / steps, 1))
                 model = idle_step_us and model_us(schedule, hosts, emu.topo, emu.routing.routes,
                                                   size // ELEMENT_BYTES, idle_step_us)
@@ -102,7 +109,9 @@ def run_sweep(emu, placed, size_list, warmup, iters, progress=print, eager_limit
     return rows
 
 
-RATIOS = [("hdrm", "ring"), ("hdrm", "ring_topo"), ("hd", "ring"), ("hdrm", "hd")]
+RATIOS = [("hdrm", "ring"), ("hdrm", "ring_topo"), ("hd", "ring"), ("hdrm", "hd"),
+          ("rdrm", "ring"), ("rdrm", "rd"), ("rhrm", "ring"), ("rhrm", "rh"),
+          ("topo", "pairwise"), ("xor_rm", "xor"), ("tree", "ring")]
 
 
 def compare_variants(rows):
@@ -130,7 +139,8 @@ def compare_variants(rows):
            "hockney": {}}
     for n in names:
         mine = [r for r in rows if r["algorithm"] == n]
-        fit = hockney(mine, mine[0].get("ranks", 0), mine[0].get("steps", 0)) if "ranks" in mine[0] else None
+        fit = hockney(mine, mine[0].get("ranks", 0), mine[0].get("steps", 0),
+                      mine[0].get("collective", "allreduce")) if "ranks" in mine[0] else None
         if fit and fit["alpha_us"] > 0 and fit["beta_ns_per_byte"] > 0:
             fit["reference_size"] = {str(size): round(real_size(size, fit)) for size in (small, large)}
         out["hockney"][n] = fit

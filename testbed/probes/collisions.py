@@ -212,7 +212,7 @@ def collision_trials(emu, case, variant, schedule, hosts, size, trials, iters, f
         ports = None
         if draws is not None:
             ports = source_ports(rank_connections(schedule, hosts, [p for _, p in addresses], 1, draws[trial]))
-        with Coordinator(schedule.name, addresses, launch, pacing=topo.bytes_per_s, label=variant,
+        with Coordinator(schedule, addresses, launch, pacing=topo.bytes_per_s, label=variant,
                          source_ports=ports) as coordinator:
             coordinator.iterate(count, 0, timeout=120)          # warmup: connections and windows
             with CpuMonitor() as cpu, LinkCapture(emu, Path(folder) / f"trial{trial}") as cap:
@@ -222,7 +222,7 @@ def collision_trials(emu, case, variant, schedule, hosts, size, trials, iters, f
         captured = sum(size for pkts in cap.packets.values() for _, _, size, _ in pkts)
         counted = sum(cap.counter_bytes.values())
         row = result_row(variant, size, [r["time"] for r in results], sum(r["wrong"] for r in results),
-                         len(hosts), topo.rate)
+                         len(hosts), topo.rate, collective=schedule.collective)
         row.update(case=case, topology=topo.name, routing=emu.routing.mode, trial=trial,
                    collided_steps=sum(1 for s in steps if s["collided_links"]), steps=len(steps),
                    max_flows_per_link=max(s["max_flows_per_link"] for s in steps),

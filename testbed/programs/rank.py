@@ -70,8 +70,11 @@ def starts_flow(steps, i, peer):
 class Rank:
     def __init__(self, cfg):
         self.rank, self.ranks = cfg["rank"], cfg["ranks"]
-        self.schedule = ALGORITHMS[cfg["algorithm"]](**cfg.get("schedule_args") or {})
-        self.collective = COLLECTIVES[self.schedule.collective]
+        # several schedules (a workload's collectives) share the rank's connections; a command
+        # names the one it runs ("schedule": its index, default 0)
+        self.schedules = [ALGORITHMS[s["algorithm"]](**s.get("schedule_args") or {})
+                          for s in cfg.get("schedules") or [cfg]]
+        self.schedule = self.schedules[0]
         self.addresses = [tuple(a) for a in cfg["addresses"]]
         self.timeout, self.sockbuf = cfg["timeout"], cfg["sockbuf"]
         self.streams, self.pacing = cfg.get("streams", 1), cfg.get("pacing")
@@ -114,7 +117,7 @@ class Rank:
             sock.bind((self.addresses[self.rank][0], sport))
 
     def connect(self):
-        peers = schedule_peers(self.schedule, self.rank, self.ranks)
+        peers = sorted({p for s in self.schedules for p in schedule_peers(s, self.rank, self.ranks)})
         listener = socket.create_server(self.addresses[self.rank], backlog=self.ranks * self.streams)
         deadline = time.monotonic() + self.timeout
         for peer in peers:
@@ -317,8 +320,10 @@ class Plan:
     """One collective of `count` elements as this rank runs it, worked out once per count: its
     buffers, each step's stripes per connection, which steps rendezvous and which ACK at once."""
 
-    def __init__(self, rank, count):
-        self.steps = steps = rank.schedule.steps(rank.rank, rank.ranks, count)
+    def __init__(self, rank, count, schedule=None):
+        schedule = schedule or rank.schedule
+        self.schedule = schedule
+        self.steps = steps = schedule.steps(rank.rank, rank.ranks, count)
         # Where every message is one frame (up to the eager limit, 4 KiB at most), a pair of ranks
         # exchanges them over one connection, so that each message carries the ACK of the last one
         # the other way: HD's partners send each other a message per step, and a connection each
@@ -331,7 +336,7 @@ class Plan:
         inc, out = (rank.pair, rank.pair) if one_frame else (rank.inc, rank.out)
         self.one_frame = one_frame
         self.receives = []                  # per step: [(socket, its part of the step's staging)]
-        collective, self.count = rank.collective, count
+        collective, self.count = COLLECTIVES[schedule.collective], count
         self.data = collective.buffer(rank.rank, rank.ranks, count)
         self.check, self.expected = collective.expected(rank.rank, rank.ranks, count)
         self.buf = np.empty(len(self.data), dtype=DTYPE)
@@ -377,8 +382,9 @@ def main(config):
             cmd = json.loads(line)
             if cmd.get("quit"):
                 break
-            if plan is None or plan.count != cmd["count"]:
-                plan = Plan(rank, cmd["count"])
+            schedule = rank.schedules[cmd.get("schedule", 0)]
+            if plan is None or plan.count != cmd["count"] or plan.schedule is not schedule:
+                plan = Plan(rank, cmd["count"], schedule)
             # A batch runs back to back, as nccl-tests launches its iterations: a rank that is done
             # starts the next at once; the data of each connection stays in order, so iterations
             # never mix. The first iteration's step ends show a straggling flow.

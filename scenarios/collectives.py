@@ -1,0 +1,125 @@
+"""nccl-tests' suite on a fabric: allreduce, allgather, reduce-scatter, alltoall, broadcast and
+send/recv, each in the variants asked for, over a message-size sweep.
+
+Every variant runs real TCP between the emulated hosts, one rank process per rank, and every rank
+checks its result against numpy on every iteration (#wrong). Per collective: the nccl-tests table
+(busbw with the collective's own factor), the winner at each end of the sweep, the ratios between
+variants, the verdict on the emulator, and a busbw figure.
+"""
+import time
+from dataclasses import dataclass
+
+from scenarios.common import add_fabric_arguments, add_sweep_arguments, fabric, names, sweep_options
+from testbed import routing
+from testbed.collectives import sweep
+from testbed.collectives.placements import COLLECTIVE_VARIANTS
+from testbed.emulation import ovs
+from testbed.emulation.network import Emulation
+from testbed.errors import TestbedError
+from testbed.fidelity import fabric_check
+from testbed.fidelity.model import idle_step_us
+from testbed.report import figures
+
+NAME = "collectives"
+HELP = "nccl-tests' suite (allreduce, allgather, reduce-scatter, alltoall, broadcast, send/recv) over a size sweep"
+COLLECTIVES = ("allreduce", "allgather", "reducescatter", "alltoall", "broadcast", "sendrecv")
+DEFAULTS = {"allreduce": "ring,hdrm", "allgather": "ring,rdrm", "reducescatter": "ring,rhrm",
+            "alltoall": "pairwise,topo", "broadcast": "ring,tree", "sendrecv": "ring"}
+
+
+def add_arguments(parser):
+    add_fabric_arguments(parser, topology="bigraph:2,8")
+    parser.add_argument("--collectives", default=",".join(COLLECTIVES),
+                        help="comma-separated, from " + ", ".join(COLLECTIVES) + " (default: all)")
+    parser.add_argument("--algorithms", action="append", default=[], metavar="COLLECTIVE=A,B",
+                        help="a collective's variants, once per collective; " + "; ".join(
+                            f"{c}: {', '.join(v for v in COLLECTIVE_VARIANTS[c] if v != 'ring_cross_segment')} "
+                            f"(default {DEFAULTS[c]})" for c in COLLECTIVES))
+    add_sweep_arguments(parser)
+
+
+@dataclass
+class Plan:
+    topo: object
+    mtu: int
+    placed: dict          # {collective: {variant: (schedule, hosts)}}
+    sizes: list
+    warmup: int
+    iters: int
+    eager_limit: int
+
+    @property
+    def fabrics(self):
+        return [self.topo]
+
+
+def chosen_variants(collectives, given):
+    """{collective: [variant]} from --algorithms COLLECTIVE=A,B (each collective at most once)."""
+    chosen = {}
+    for text in given:
+        collective, sep, variants = text.partition("=")
+        collective = collective.strip()
+        if not sep or collective not in COLLECTIVES:
+            raise TestbedError(f"--algorithms {text!r}: write COLLECTIVE=A,B with COLLECTIVE one of "
+                               f"{', '.join(COLLECTIVES)}")
+        if collective in chosen:
+            raise TestbedError(f"--algorithms gives {collective} twice: give its variants once, comma-separated")
+        if collective not in collectives:
+            raise TestbedError(f"--algorithms gives {collective}, which --collectives leaves out: add it there")
+        allowed = [v for v in COLLECTIVE_VARIANTS[collective] if v != "ring_cross_segment"]
+        chosen[collective] = names(variants, f"--algorithms {collective}", allowed)
+    return {c: chosen.get(c) or DEFAULTS[c].split(",") for c in collectives}
+
+
+def prepare(args):
+    topo = fabric(args)
+    collectives = names(args.collectives, "--collectives", COLLECTIVES)
+    sizes, warmup, iters, eager_limit = sweep_options(args)
+    placed = {c: sweep.place_variants(topo, variants, c, sizes)
+              for c, variants in chosen_variants(collectives, args.algorithms).items()}
+    sweep.check_sweep(sizes, len(topo.hosts), sum(len(v) for v in placed.values()), topo.bytes_per_s, warmup, iters)
+    return Plan(topo, args.mtu, placed, sizes, warmup, iters, eager_limit)
+
+
+def run(plan, results):
+    topo, started = plan.topo, time.monotonic()
+    about = {"scenario": NAME, "topology": topo.name, "rate_mbit": topo.rate, "mtu": plan.mtu,
+             "eager_limit": plan.eager_limit, "rows": [], "summary": {}}
+
+    def keep(row):
+        about["rows"].append(row)
+        results.append("collectives.csv", row)
+
+    with results.outcome("collectives.json", about):
+        with Emulation(topo, routing.plan(topo), results.path, mtu=plan.mtu) as emu:
+            about["datapath"] = emu.datapath
+            about["fidelity"] = check = fabric_check.check(emu)
+            print("\n" + "\n".join(fabric_check.report(check, emu)))
+            about["idle_step_us"] = idle = idle_step_us(emu)
+            print(f"  idle step latency  {idle:.0f} us per step of a 1 KiB allreduce between the farthest hosts")
+            for collective, placed in plan.placed.items():
+                print(f"\n# {collective}: {topo.name}, {len(topo.hosts)} ranks, links {topo.rate:g} Mbit/s, "
+                      f"MTU {plan.mtu}, OVS {ovs.datapath_name(emu.datapath)}, warmup {plan.warmup}, "
+                      f"iters {plan.iters}; busbw = algbw x {busbw_factor_text(collective)}")
+                rows = sweep.run_sweep(emu, placed, plan.sizes, plan.warmup, plan.iters,
+                                       eager_limit=plan.eager_limit, on_row=keep, idle_step_us=idle)
+                about["summary"][collective] = sweep.compare_variants(rows)
+                print(f"  ... {collective} done, {time.monotonic() - started:.0f} s", flush=True)
+        about["fidelity_pass"] = fabric_check.passed(check)
+        about["seconds"] = round(time.monotonic() - started, 1)
+    wrong = 0
+    for collective, cmp in about["summary"].items():
+        print(f"\nsummary, {collective} ({topo.name}, {len(topo.hosts)} ranks, links {topo.rate:g} Mbit/s):")
+        print("\n".join(sweep.summary_lines(cmp)))
+        wrong += cmp["wrong"]
+        mine = [r for r in about["rows"] if r["collective"] == collective]
+        results.figure(f"busbw_{collective}.png", figures.busbw_by_size, mine, link_mbit=topo.rate)
+    print(f"\n#wrong over every collective and iteration: {wrong}")
+    print(f"fabric check before the sweeps: {'PASS' if about['fidelity_pass'] else 'FAIL'} "
+          "(reachability, one long TCP flow >= 0.9 and parallel flows >= 0.85 of the link rate)")
+    print(results.listing())
+    return 0 if wrong == 0 else 1
+
+
+def busbw_factor_text(collective):
+    return {"allreduce": "2(p-1)/p", "broadcast": "1", "sendrecv": "1"}.get(collective, "(p-1)/p")
