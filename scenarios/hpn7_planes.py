@@ -14,7 +14,9 @@ differs (``topology.hpn7.plane_forms``).
 Trial t draws fresh 5-tuples (``routing.hashing.Draw`` from seed + t) and runs both forms on them,
 in alternating order, each on a freshly built fabric: a Ring allreduce over every host whose
 neighbours sit on different segments, and a cross-segment permutation of long-lived flows, both
-with ``--streams`` connections per peer, spread over the NIC's ports by ``--bond``. Every link is
+with ``--streams`` connections per peer, spread over the NIC's ports by ``--bond``; with
+``--workloads ...,alltoall`` also the pairwise alltoall over the same hosts (a mixture-of-experts'
+expert-parallel exchange: a fresh set of 5-tuples in every step). Every link is
 captured; from the paths the connections took, the flow model (``fidelity.predict``) gives what
 the trial should have achieved; measured over model says whether the throughput follows from the
 placement. The gains of dual plane are paired ratios with 95% intervals (``report.paired``).
@@ -23,14 +25,14 @@ import statistics
 import time
 from dataclasses import dataclass
 
-from scenarios.common import add_fabric_arguments, add_plane_arguments, at_least, fabric
+from scenarios.common import add_fabric_arguments, add_plane_arguments, at_least, fabric, names
 from testbed import routing
-from testbed.collectives.connections import source_ports
+from testbed.collectives.connections import rank_connections, source_ports
 from testbed.collectives.coordinator import Coordinator, emulation_launcher
 from testbed.collectives.data import ELEMENT_BYTES
-from testbed.collectives.jobs import CrossSegmentJob, data_connections
+from testbed.collectives.jobs import LISTEN_PORT, CrossSegmentJob, data_connections
 from testbed.collectives.metrics import result_row
-from testbed.collectives.schedules import Ring
+from testbed.collectives.schedules import PairwiseAlltoall, Ring
 from testbed.collectives.sweep import check_sweep
 from testbed.emulation.network import Emulation
 from testbed.errors import TestbedError
@@ -48,7 +50,7 @@ NAME = "hpn7_planes"
 HELP = "HPN7 single- against dual-plane under ECMP: paired trials with intervals, loads per tier, NIC split, " \
        "queues, measured against the flow model"
 FORMS = ("single plane", "dual plane")
-WORKLOADS = ("allreduce", "flows")
+WORKLOADS = ("allreduce", "flows", "alltoall")
 TIERS = ("host->tor", "tor->agg", "agg->tor", "tor->host")
 DEFAULT_TRIALS = 8
 
@@ -64,6 +66,9 @@ def add_arguments(parser):
     parser.add_argument("--trials", type=int, default=DEFAULT_TRIALS,
                         help="paired trials, each on a fresh hash draw (default %(default)s: about 13 minutes)")
     parser.add_argument("--seed", type=int, default=None, help="the first trial's draw (default: a new one)")
+    parser.add_argument("--workloads", default="allreduce,flows",
+                        help="comma-separated, from " + ", ".join(WORKLOADS) + " (default %(default)s; "
+                             "alltoall: the pairwise alltoall of --bytes over the same hosts)")
 
 
 @dataclass
@@ -79,6 +84,7 @@ class Plan:
     trials: int
     seed: int
     source: str = ""     # where the fabric came from, if a SimAI file
+    workloads: tuple = WORKLOADS[:2]
 
     @property
     def fabrics(self):
@@ -95,6 +101,9 @@ def prepare(args):
     at_least(args.bytes, ELEMENT_BYTES * ranks, "--bytes", f" ({ELEMENT_BYTES} per rank)")
     trials, iters = at_least(args.trials, 2, "--trials", " (an interval needs two)"), at_least(args.iters, 1, "--iters")
     check_sweep([args.bytes], ranks, 2 * trials, base.bytes_per_s, 1, iters)
+    workloads = tuple(w for w in WORKLOADS if w in names(args.workloads, "--workloads", WORKLOADS))
+    if "alltoall" in workloads:
+        PairwiseAlltoall().check_count(ranks, args.bytes // ELEMENT_BYTES)
     if not 1 <= args.streams <= 16:
         raise TestbedError(f"--streams must be between 1 and 16 (got {args.streams})")
     if not 1 <= args.duration <= 600:
@@ -102,7 +111,7 @@ def prepare(args):
     source = base.describe().split(", from ", 1)[1] if getattr(base, "simai", None) else ""
     seed = args.seed if args.seed is not None else int(time.time() * 1000) % 1_000_000
     return Plan(forms, args.mtu, args.hash, args.bond, args.bytes, iters, args.streams, args.duration, trials,
-                seed, f"fabric from {source}" if source else "")
+                seed, f"fabric from {source}" if source else "", workloads)
 
 
 class Form:
@@ -113,6 +122,10 @@ class Form:
         self.job = CrossSegmentJob(self.topo, range(self.topo.servers), plan.streams)
         self.ranks = self.job.allreduce(draw)          # asked for first, then the flows: both forms alike
         self.groups, self.pairs = self.job.flows(draw)
+        if "alltoall" in plan.workloads:              # drawn last: the other workloads' 5-tuples stay as they were
+            hosts = self.job.ring_hosts
+            self.exchange = rank_connections(PairwiseAlltoall(), hosts, [LISTEN_PORT] * len(hosts), plan.streams,
+                                             draw)
         self.queue_ports = [interface(*self.topo.attachment(nic)) for nic in self.topo.nic_ports()]
 
     def allreduce(self):
@@ -134,6 +147,26 @@ class Form:
             (model,) = predict.collective_times(self.topo, [(Ring(), self.ranks, count)], paths, self.plan.mtu)
             row["measured_over_model"] = round(model / (sum(seconds) / len(seconds)), 3)
         return self._row("allreduce", dict(row, result=row["busbw_over_nic"]), seen, cpu.result(), conns, paths)
+
+    def alltoall(self):
+        hosts, schedule = self.job.ring_hosts, PairwiseAlltoall()
+        addresses, launch = emulation_launcher(self.emu, hosts)
+        count = self.plan.size // ELEMENT_BYTES
+        with Coordinator(schedule, addresses, launch, pacing=self.topo.bytes_per_s, streams=self.plan.streams,
+                         label="pairwise_alltoall", source_ports=source_ports(self.exchange)) as ranks:
+            ranks.iterate(count, 0, timeout=120)
+            with Observation(self.emu, self.folder / "alltoall", self.queue_ports) as seen, CpuMonitor() as cpu:
+                results = [ranks.iterate(count, i + 1, timeout=120) for i in range(self.plan.iters)]
+        seconds = [r["time"] for r in results]
+        row = result_row("pairwise_alltoall", self.plan.size, seconds, sum(r["wrong"] for r in results),
+                         len(hosts), self.topo.rate, ports=self.topo.tors, collective="alltoall")
+        conns = [c for peers in self.exchange.values() for group in peers.values() for c in group]
+        paths = predict.captured_paths(self.topo, conns, seen.paths)
+        row["measured_over_model"] = None
+        if len(paths) == len(conns):
+            (model,) = predict.collective_times(self.topo, [(schedule, self.exchange, count)], paths, self.plan.mtu)
+            row["measured_over_model"] = round(model / (sum(seconds) / len(seconds)), 3)
+        return self._row("alltoall", dict(row, result=row["busbw_over_nic"]), seen, cpu.result(), conns, paths)
 
     def flows(self):
         seen = Observation(self.emu, self.folder / "flows", self.queue_ports)
@@ -169,7 +202,7 @@ class Form:
 
 
 def line(row):
-    result = (f"busbw/NIC {row['result']:.2f} #wrong {row['wrong']}" if row["workload"] == "allreduce"
+    result = (f"busbw/NIC {row['result']:.2f} #wrong {row['wrong']}" if row["workload"] != "flows"
               else f"goodput/NIC {row['result']:.2f} (min {row['min_goodput_over_nic']:.2f})")
     model = f"{row['measured_over_model']:.2f}" if row.get("measured_over_model") is not None else "-"
     return (f"  trial {row['trial']} {FORMS[row['planes'] - 1]:12s} {row['workload']:9s} {result}  "
@@ -178,7 +211,7 @@ def line(row):
             f"queue mean {row['mean_queue_bytes'] / 1e3:.1f} KB  {flag(row)}")
 
 
-COMPARED = [("result", {"allreduce": "busbw/NIC", "flows": "goodput/NIC"}, 3),
+COMPARED = [("result", {"allreduce": "busbw/NIC", "flows": "goodput/NIC", "alltoall": "busbw/NIC"}, 3),
             ("measured_over_model", "measured/model", 2),
             ("agg->tor_max_over_mean", "agg->tor max/mean bytes", 2),
             ("nic_busier_share", "busier downlink's share of a NIC's bytes", 3),
@@ -188,7 +221,7 @@ COMPARED = [("result", {"allreduce": "busbw/NIC", "flows": "goodput/NIC"}, 3),
 def comparisons(rows):
     """Per workload and figure: the paired comparison of single and dual plane over trials."""
     out = []
-    for workload in WORKLOADS:
+    for workload in [w for w in WORKLOADS if any(r["workload"] == w for r in rows)]:
         by_trial = {}
         for r in rows:
             if r["workload"] == workload:
@@ -230,7 +263,8 @@ def run(plan, results):
     print(f"# {NAME}: HPN7(S={single.segments}, H={single.servers}, R={single.rails}, A={single.aggs}), ECMP, hash "
           f"{plan.hash}, bond {plan.bond}, links {single.rate:g} Mbit/s, ToR uplinks {single.uplink_capacity:.4g} of "
           f"NIC-facing capacity; {plan.trials} paired trials from seed {plan.seed}: allreduce {plan.size} B x "
-          f"{plan.iters} and cross-segment flows for {plan.duration} s, {plan.streams} connections per peer")
+          f"{plan.iters} and cross-segment flows for {plan.duration} s, {plan.streams} connections per peer; "
+          f"workloads {', '.join(plan.workloads)}")
     about = {"scenario": NAME, "hash": plan.hash, "bond": plan.bond, "seed": plan.seed, "rate_mbit": single.rate,
              "uplink_capacity": single.uplink_capacity, "mtu": plan.mtu, "rows": [], "links": [], "fidelity": {}}
     placers = {f.planes: Placer(f, routing.plan(f, "ecmp", plan.hash), plan.bond) for f in plan.forms}
@@ -259,7 +293,7 @@ def run(plan, results):
                         check = about["fidelity"][form.planes] = fabric_check.check(emu)
                         print("\n".join(fabric_check.report(check, emu)))
                     run_form = Form(emu, plan, draw, placers[form.planes], folder)
-                    for workload in WORKLOADS:
+                    for workload in plan.workloads:
                         row, seen = getattr(run_form, workload)()
                         row = dict(row, trial=trial, seed=plan.seed + trial)
                         keep(row, seen)

@@ -103,6 +103,8 @@ BAD = [  # (options, what the one line must say); every scenario's options, buil
     (["collectives", "--topology", "leafspine:4,4,4", "--collectives", "allgather"], "BiGraph only"),
     (["collectives", "--collectives", "gather"], "unknown gather"),
     (["training_scaling", "--workload", "/nonexistent.txt"], "cannot read it"),
+    (["hpn7_planes", "--workloads", "allreduce,gather"], "--workloads: unknown gather"),
+    (["hpn7_planes", "--workloads", "alltoall", "--bytes", "1000"], "whole number of 8-element blocks"),
     (["training_scaling", "--workload", "README.md"], "README.md:2: the layer count should be a number"),
     (["training_scaling", "--workload", "examples/workloads/moe_small.txt", "--workload-gbit", "0"],
      "--workload-gbit must be positive"),
