@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Run a testbed scenario: run_scenario.py [--list | --cleanup | SCENARIO [options]]."""
+"""Run a testbed scenario: run_scenario.py [--list | --cleanup | --calibrate | SCENARIO [options]]."""
 import os
 import sys
 from pathlib import Path
@@ -25,9 +25,10 @@ if __name__ == "__main__":
 import argparse  # noqa: E402  (after the venv check: these need the venv's packages)
 
 from scenarios import DEFAULT, SCENARIOS  # noqa: E402
-from testbed.emulation import ovs, preflight, runrecord  # noqa: E402
+from testbed.emulation import ovs, placement, preflight, runrecord  # noqa: E402
 from testbed.emulation.explore import explore  # noqa: E402
 from testbed.errors import Interrupted, TestbedError  # noqa: E402
+from testbed.fidelity.calibrate import calibrate as measure_capacity  # noqa: E402
 from testbed.interrupts import interruptible  # noqa: E402
 from testbed.interrupts import name as signal_name  # noqa: E402
 from testbed.report import markdown  # noqa: E402
@@ -46,6 +47,9 @@ def parser():
     top.add_argument("--list", action="store_true", help="list the scenarios")
     top.add_argument("--cleanup", action="store_true",
                      help="remove what crashed runs left (only objects this testbed created)")
+    top.add_argument("--calibrate", action="store_true",
+                     help="measure how much load this machine's Open vSwitch forwards faithfully, with and "
+                          "without CPU placement, and store it for the rate checks and verdicts (a few minutes)")
     sub = top.add_subparsers(dest="scenario", metavar="SCENARIO")
     for name, module in SCENARIOS.items():
         p = sub.add_parser(name, help=module.HELP, description=module.__doc__)
@@ -54,6 +58,10 @@ def parser():
                        "(default: a new time-stamped folder under results/)")
         p.add_argument("--cli", action="store_true", help="build this scenario's fabric, controller and routes and "
                        "open Mininet's CLI on it instead of measuring; exit removes it")
+        p.add_argument("--cpu-placement", choices=placement.MODES, default="auto",
+                       help="pinned: ovs-vswitchd on one core, the hosts' receive processing on the others; "
+                            "none: as the system places them; auto: whichever this machine's calibration "
+                            "measured to carry more (none when uncalibrated) (default %(default)s)")
     return top
 
 
@@ -63,7 +71,7 @@ def main(argv):
     if argv and not argv[0].startswith("-") and argv[0] not in SCENARIOS:
         print(f"error: unknown scenario {argv[0]!r}: run_scenario.py --list names them", file=sys.stderr)
         return 2
-    if not set(argv) & (set(SCENARIOS) | {"--list", "--cleanup", "-h", "--help"}):
+    if not set(argv) & (set(SCENARIOS) | {"--list", "--cleanup", "--calibrate", "-h", "--help"}):
         argv = [DEFAULT] + argv   # options alone are the default scenario's
     args = parser().parse_args(argv)
     if args.list:
@@ -77,6 +85,8 @@ def main(argv):
                 removed = runrecord.cleanup_all()
                 print("removed: " + " ".join(removed) if removed else "nothing to clean up")
                 return 0
+            if args.calibrate:
+                return calibrate()
             return run(args, argv)
     except TestbedError as e:
         print(f"error: {e}", file=sys.stderr)
@@ -86,10 +96,19 @@ def main(argv):
         return 128 + e.signum
 
 
+def calibrate():
+    preflight.require_root()
+    preflight.require_ovs()
+    path, _ = measure_capacity()
+    print(f"stored in {path}: runs use it from now on")
+    return 0
+
+
 def run(args, argv):
     if args.scenario is None:
         raise TestbedError(f"name a scenario (run_scenario.py --list), or give options for {DEFAULT}")
     module = SCENARIOS[args.scenario]
+    placement.request(args.cpu_placement)   # before prepare(): the capacity checks depend on it
     plan = module.prepare(args)             # every option checked; nothing built or written
     if args.cli and not plan.fabrics:
         raise TestbedError(f"{args.scenario} only models its fabrics: there is nothing to explore with --cli")
@@ -98,8 +117,9 @@ def run(args, argv):
     folder = RunFolder(check_writable(args.results or default_path(args.scenario)))
     datapath = None
     for topo in plan.fabrics:
-        datapath = preflight.require_emulation(topo, plan.mtu)
-    options = {k: v for k, v in vars(args).items() if k not in ("scenario", "list", "cleanup", "results", "cli")}
+        datapath, _ = preflight.require_emulation(topo, plan.mtu)
+    options = {k: v for k, v in vars(args).items()
+               if k not in ("scenario", "list", "cleanup", "calibrate", "results", "cli")}
     status = "failed"
     with markdown.Transcript() as transcript:
         try:

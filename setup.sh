@@ -87,6 +87,15 @@ if ! cmp -s pyproject.toml .venv/.project.installed; then
   cp pyproject.toml .venv/.project.installed
 fi
 
+# The rate checks and verdicts use this machine's measured forwarding capacity: measure it once per
+# machine (a new kernel, Open vSwitch or core count makes it stale). Without it runs still work, on
+# conservative figures.
+if ! .venv/bin/python -c 'import sys; from testbed.fidelity import calibration; sys.exit(calibration.load()[0] is None)'; then
+  echo "== measuring what this machine forwards faithfully (run_scenario.py --calibrate, once, about 5 minutes)"
+  .venv/bin/python run_scenario.py --calibrate \
+    || echo "note: the calibration failed; runs use conservative figures until 'run_scenario.py --calibrate' succeeds" >&2
+fi
+
 action="${1:-}"
 [ $# -gt 0 ] && shift
 case "$action" in

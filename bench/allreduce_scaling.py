@@ -1,7 +1,7 @@
 """Allreduce against rank count: BiGraph(1,8), (2,8), (4,8) at 10 Mbit/s and EFLOPS' own BiGraph(4,16)
 at 4 Mbit/s = 8, 16, 32, 64 ranks, every variant.
 
-    sudo .venv/bin/python -m bench.allreduce_scaling [--out FILE] [--iters N]
+    sudo .venv/bin/python -m bench.allreduce_scaling [--out FILE] [--iters N] [--ranks 8,16,32,64]
 
 64 ranks run at 4 Mbit/s: 64 NICs at 5 offer 320 Mbit/s, this machine's measured limit, and
 bench.forwarding_capacity's 64 flows over BiGraph(4,16) lost their worst flow to 0.85-0.94 of the
@@ -31,9 +31,12 @@ def main(argv):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=str(RESULTS_ROOT / "bench" / "allreduce_scaling.json"))
     parser.add_argument("--iters", type=int, default=10)
+    parser.add_argument("--ranks", default="8,16,32,64", help="which of the rank counts (default %(default)s)")
     args = parser.parse_args(argv)
-    runs = []
+    runs, wanted = [], {int(n) for n in args.ranks.split(",")}
     for topo in (BiGraph(1, 8), BiGraph(2, 8), BiGraph(4, 8), BiGraph(4, 16, rate=4)):
+        if len(topo.hosts) not in wanted:
+            continue
         try:
             with tempfile.TemporaryDirectory() as tmp, \
                     Emulation(topo, routing.plan(topo), tmp, log=lambda msg: None) as emu:
@@ -57,7 +60,8 @@ def main(argv):
               + f"  | #wrong {cmp['wrong']}, fabric check {'PASS' if cmp['fidelity_pass'] else 'FAIL'}"
               + f", rows slower than the model allows: {', '.join(cmp['emulator_bottleneck_rows']) or 'none'}"
               + (f"; slowed by loss at the switch queues: {', '.join(cmp['congestion_rows'])}"
-                 if cmp["congestion_rows"] else ""),
+                 if cmp["congestion_rows"] else "")
+              + f"; CPU saturated but within the model: {', '.join(cmp['saturated_but_near_model']) or 'none'}",
               flush=True)
     out = RunFolder(Path(args.out).parent).create()
     print(f"wrote {out.json(Path(args.out).name, {'benchmark': 'allreduce_scaling', 'runs': runs})}")

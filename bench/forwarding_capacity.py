@@ -1,20 +1,20 @@
 """How much one ovs-vswitchd forwards faithfully: offered vs achieved TCP load at MTU 1500 and 9000.
 
     sudo .venv/bin/python -m bench.forwarding_capacity [--out FILE] [--duration S] [--patterns P,..] [--rates R,..]
+        [--cpu-placement auto|pinned|none]
 
 Three patterns: 16 flows through one switch (LeafSpine with one leaf), BiGraph(2, 8)'s 16
 contention-free flows over 2-3 switches, and BiGraph(4, 16)'s 64 (EFLOPS' own scale). Writes
-JSON: one row per (pattern, MTU, per-flow rate).
+JSON: one row per (pattern, MTU, per-flow rate). ``run_scenario.py --calibrate`` climbs the second
+pattern's load to find this machine's faithful limit.
 """
 import argparse
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-from testbed import routing
-from testbed.emulation.network import Emulation
-from testbed.fidelity.fabric_check import run_flows, spread_pairs
+from testbed.emulation.placement import MODES
+from testbed.fidelity import calibrate
 from testbed.fidelity.verdict import describe
 from testbed.report.folder import RESULTS_ROOT, RunFolder
 from testbed.topology import BiGraph, LeafSpine
@@ -26,19 +26,10 @@ PATTERNS = {    # name: (fabric at a rate, rates per flow, MTUs)
 }
 
 
-def measure(pattern, mtu, rate, duration):
+def measure(pattern, mtu, rate, duration, cpu):
     make, _, _ = PATTERNS[pattern]
-    topo = make(rate)
-    plan = routing.plan(topo)
-    with tempfile.TemporaryDirectory() as tmp, \
-            Emulation(topo, plan, tmp, mtu=mtu, log=lambda m: None, refuse_overload=False) as emu:
-        flows, cpu = run_flows(emu, spread_pairs(topo, plan.routes), plan.routes, duration)
-    achieved = sum(f["received_mbit"] for f in flows)
-    offered = rate * len(flows)
-    return {"pattern": pattern, "mtu": mtu, "rate_per_flow_mbit": rate, "flows": len(flows),
-            "offered_mbit": offered, "achieved_mbit": round(achieved, 1),
-            "achieved_over_offered": round(achieved / offered, 3),
-            "min_flow_ratio": min(f["ratio"] for f in flows), **cpu}
+    row = calibrate.measure(make(rate), mtu, cpu, duration)
+    return {"pattern": pattern, **row}
 
 
 def main(argv):
@@ -47,6 +38,7 @@ def main(argv):
     parser.add_argument("--duration", type=int, default=5)
     parser.add_argument("--patterns", default=",".join(PATTERNS), help="comma-separated, from " + ", ".join(PATTERNS))
     parser.add_argument("--rates", help="per-flow rates in Mbit/s, comma-separated (default: each pattern's own)")
+    parser.add_argument("--cpu-placement", choices=MODES, default="auto")
     args = parser.parse_args(argv)
     rows = []
     for pattern in args.patterns.split(","):
@@ -55,7 +47,7 @@ def main(argv):
         for mtu in mtus:
             for rate in rates:
                 t = time.monotonic()
-                row = measure(pattern, mtu, rate, args.duration)
+                row = measure(pattern, mtu, rate, args.duration, args.cpu_placement)
                 rows.append(row)
                 print(f"{pattern:22s} MTU {mtu:5d} {row['flows']} x {rate:3d} Mbit/s: achieved "
                       f"{row['achieved_over_offered']:.2f} of offered {row['offered_mbit']} Mbit/s; "

@@ -1,5 +1,7 @@
-"""The bottleneck verdict looks where forwarding happens: ovs-vswitchd's CPU on the userspace datapath,
-the busiest core (softirq) on the kernel datapath, where a machine average hides one saturated core."""
+"""The bottleneck verdict looks where forwarding happens: the busiest core, softirq included, on the
+kernel datapath (a machine average hides one saturated core); on the userspace one, where neither
+the busiest core nor ovs-vswitchd's polling share tells a faithful run from an overloaded one, only
+a machine saturated on every core, with the busiest core named."""
 import pytest
 
 from testbed.fidelity import verdict
@@ -20,10 +22,11 @@ def stat(cores):
 @pytest.fixture
 def spans(monkeypatch):
     """Make the monitor see /proc/stat go from idle to the given per-core load, with ovs-vswitchd idle."""
-    def run(datapath, cores):
+    def run(datapath, cores, ovs_ticks=0):
         zero = "\n".join(f"cpu{n} 0 0 0 0 0 0 0 0" for n in ["", *range(len(cores))])
-        texts = iter([zero, stat(cores)])
+        texts, ticks = iter([zero, stat(cores)]), iter([0, ovs_ticks])
         monkeypatch.setattr(verdict, "_read_stat", lambda: next(texts))
+        monkeypatch.setattr(verdict, "_process_ticks", lambda pid: next(ticks))
         monkeypatch.setattr(verdict.ovs, "vswitchd_pid", lambda: None)
         with verdict.CpuMonitor(datapath) as cpu:
             pass
@@ -36,7 +39,8 @@ def test_a_kernel_datapath_saturating_one_core_is_the_bottleneck_though_the_mach
     assert result["machine_busy"] == 0.52
     assert result["busiest_core"] == 1.0 and result["busiest_core_softirq"] == 0.9
     assert result["emulator_bottleneck"]
-    assert "WAS the bottleneck (kernel datapath: busiest core 100% busy, 90% in softirq" in verdict.describe(result)
+    said = verdict.describe(result)
+    assert "WAS the bottleneck (kernel datapath: busiest core cpu0 100% busy, 90% in softirq" in said
 
 
 def test_a_kernel_datapath_with_cores_to_spare_is_not_the_bottleneck(spans):
@@ -45,11 +49,20 @@ def test_a_kernel_datapath_with_cores_to_spare_is_not_the_bottleneck(spans):
     assert "was not the bottleneck (kernel datapath" in verdict.describe(result)
 
 
-def test_the_userspace_verdict_follows_ovs_vswitchd_not_a_busy_core(spans):
-    # A core busy with the hosts' own work: ovs-vswitchd idle, the machine below its limit.
-    result = spans("user", [(100, 0), (4, 0)])
-    assert not result["emulator_bottleneck"]
-    assert "ovs-vswitchd 0.00 cores" in verdict.describe(result)
+def test_the_userspace_verdict_names_the_busiest_core_but_a_full_one_is_no_verdict_by_itself(spans):
+    # measured: the core ovs-vswitchd runs on 100% busy while 16 flows got 0.99 of their rate
+    result = spans("user", [(10, 0), (100, 45)])
+    assert not result["emulator_bottleneck"] and result["busiest_core_name"] == "cpu1"
+    assert "was not the bottleneck (busiest core cpu1 100% busy, 45% in softirq; ovs-vswitchd" in \
+        verdict.describe(result)
+
+
+def test_ovs_vswitchd_polling_near_a_core_is_no_verdict_by_itself(spans, monkeypatch):
+    # measured: 0.92 cores of polling at 320 Mbit/s offered while the flows got 0.99
+    monkeypatch.setattr(verdict.os, "sysconf", lambda name: 100)
+    result = spans("user", [(80, 10), (60, 5)], ovs_ticks=10 ** 9)
+    assert result["ovs_vswitchd_cores"] > 0.9 and not result["emulator_bottleneck"]
+    assert "was not the bottleneck (busiest core cpu0 80% busy" in verdict.describe(result)
 
 
 def test_a_saturated_machine_is_the_bottleneck_on_either_datapath(spans):

@@ -19,7 +19,7 @@ from mininet.log import setLogLevel
 from mininet.net import Mininet
 from mininet.node import Host, OVSSwitch
 
-from testbed.emulation import ovs, preflight, runrecord, sendbuffer, shaping, txcompletion
+from testbed.emulation import ovs, placement, preflight, runrecord, sendbuffer, shaping, txcompletion
 from testbed.emulation.controller import Controller
 from testbed.emulation.programs import LOOPBACK, POPEN, Program, argv
 from testbed.emulation.watchdog import Watchdog
@@ -96,20 +96,22 @@ class TestbedSwitch(RecordedShell, OVSSwitch):
 
 
 class Emulation:
-    def __init__(self, topo, routing, run_dir, mtu=DEFAULT_MTU, log=print, refuse_overload=True):
+    def __init__(self, topo, routing, run_dir, mtu=DEFAULT_MTU, log=print, refuse_overload=True, cpu_placement=None):
         """routing: the RoutingPlan the controller installs. The topology and the plan are written
         into run_dir as topology.json and routing.json, so a result can be understood and replayed.
-        refuse_overload=False lets a benchmark offer more than the emulator carries faithfully."""
+        refuse_overload=False lets a benchmark offer more than the emulator carries faithfully.
+        cpu_placement: auto, pinned or none (emulation.placement; None: the run's --cpu-placement)."""
         self.topo, self.routing, self.run_dir, self.mtu, self.log = topo, routing, Path(run_dir), mtu, log
-        self.refuse_overload = refuse_overload
+        self.refuse_overload, self.cpu_requested = refuse_overload, cpu_placement
         self.net = self.controller = self.record = self.watchdog = None
-        self.datapath = None
+        self.datapath = self.cpu_placement = None
         self._signals = interruptible()
 
     # --- lifecycle ------------------------------------------------------------------------
     def __enter__(self):
         try:
-            self.datapath = preflight.require_emulation(self.topo, self.mtu, self.refuse_overload)
+            self.datapath, self.cpu_placement = preflight.require_emulation(
+                self.topo, self.mtu, self.refuse_overload, self.cpu_requested)
         except BaseException:
             runrecord.release_lock()
             raise
@@ -140,7 +142,8 @@ class Emulation:
         self.record.add(pids=[self.controller.start()])
 
         setLogLevel("warning")
-        self.log(f"building {topo.describe()} (OVS {ovs.datapath_name(self.datapath)}, MTU {self.mtu})")
+        self.log(f"building {topo.describe()} (OVS {ovs.datapath_name(self.datapath)}, MTU {self.mtu}, "
+                 f"{self.describe_placement()})")
         net = self.net = Mininet(topo=None, build=False, controller=None, ipBase=IP_BASE,
                                  autoSetMacs=False, waitConnected=False)
         address = ControllerAddress(LOOPBACK, self.controller.port)
@@ -167,6 +170,8 @@ class Emulation:
         waited = self.controller.wait_ready({s.name: s.dpid for s in topo.switches.values()})
         if self.datapath == "user":
             self._size_send_buffer()
+        if self.cpu_placement == "pinned":
+            self.record.pin(ovs.vswitchd_pid(), {placement.switch_core()})
         self.watchdog = Watchdog(self._vital_parts()).__enter__()
         self.log(f"fabric up in {time.monotonic() - started:.1f} s "
                  f"(controller installed {self.routing.rule_count} {self.routing.mode} rules in {waited:.1f} s)")
@@ -192,6 +197,8 @@ class Emulation:
                 sysctls += self._bond_sysctls(h)
             node.cmd(f"sysctl -qw {' '.join(sysctls)}; " +
                      "; ".join(f"ethtool -K {nic.intf} tx off tso off gso off" for nic in h.ports))
+            if self.cpu_placement == "pinned":
+                self._steer_receive(node, [nic.intf for nic in h.ports])
             with shaping.netlink(node.pid) as ipr:
                 for nic in h.ports:
                     if self.topo.shared_nic_address:   # a bonded NIC's address, on both ports; routes below
@@ -202,6 +209,19 @@ class Emulation:
                     shaping.route(ipr, prefix, ifnames, h.ports[0].ip, metric, table)
                 for first, last, table in self.routing.host_rules.get(h.name, []):
                     shaping.source_port_rule(ipr, first, last, table)
+
+    @staticmethod
+    def _steer_receive(node, interfaces):
+        out = node.cmd(placement.steer_command(interfaces, placement.host_mask()) + " && echo steered")
+        if "steered" not in out:
+            raise TestbedError(f"could not set Receive Packet Steering in {node.name} ({out.strip()[-200:]}): "
+                               "run with --cpu-placement none")
+
+    def describe_placement(self):
+        if self.cpu_placement != "pinned":
+            return "CPU placement: the system's"
+        others = ",".join(str(c) for c in placement.cores() if c != placement.switch_core())
+        return f"CPU placement pinned: ovs-vswitchd on cpu{placement.switch_core()}, hosts' receive on cpu{others}"
 
     @staticmethod
     def _bond_sysctls(host):

@@ -5,7 +5,7 @@ from pathlib import Path
 
 from testbed.emulation import ovs, runrecord
 from testbed.errors import TestbedError
-from testbed.fidelity.capacity import check_hosts, check_mtu, check_rate
+from testbed.fidelity.capacity import check_hosts, check_mtu, check_rate, cpu_placement
 
 
 def require_root():
@@ -41,14 +41,16 @@ def require_clean(topo):
                            "remove them or free those names")
 
 
-def require_emulation(topo, mtu, refuse_overload=True):
-    """Everything an emulation run needs, checked in the order a user would fix it; the datapath."""
+def require_emulation(topo, mtu, refuse_overload=True, cpu=None):
+    """Everything an emulation run needs, checked in the order a user would fix it: (datapath,
+    CPU placement)."""
     check_mtu(mtu)
     check_hosts(topo)
     require_root()
     path = datapath()
+    where = cpu_placement(path, cpu)
     if refuse_overload:
-        check_rate(topo, mtu, path)
+        check_rate(topo, mtu, path, where)
     require_ovs()
     require_clean(topo)
-    return path
+    return path, where

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from pyroute2 import IPRoute
 
-from testbed.emulation import ovs, sendbuffer
+from testbed.emulation import ovs, placement, sendbuffer
 from testbed.errors import TestbedError
 
 STATE_DIR = Path("/run/ai-testbed")
@@ -149,6 +149,14 @@ class RunRecord:
                 buf.set(size)
         return True
 
+    def pin(self, pid, cpus):
+        """Pin every thread of process pid to cpus (see placement), writing down their affinities
+        first; sweep() puts them back."""
+        self.data["affinity"] = [pid, start_time(pid), {}]
+        self.save()
+        self.data["affinity"][2] = placement.pin(pid, cpus)
+        self.save()
+
     def sweep(self):
         """Remove everything the record names that still exists, then the record itself."""
         stop_processes(self.data["processes"])
@@ -157,6 +165,7 @@ class RunRecord:
         # With ovs-vswitchd gone, the userspace datapath's devices (taps named like the bridges) stay.
         delete_interfaces(self.data["interfaces"] + self.data["bridges"])
         restore_send_buffer(self.data.get("send_buffer"))
+        restore_affinity(self.data.get("affinity"))
         self.path.unlink(missing_ok=True)
 
 
@@ -196,6 +205,14 @@ def restore_send_buffer(entry):
         if running(pid, started) and sendbuffer.send_socket_fd(pid) == fd:
             with sendbuffer.SendBuffer(pid, fd) as buf:
                 buf.set(size)
+
+
+def restore_affinity(entry):
+    """Put back the CPU affinities a run found, if that same process still runs."""
+    if entry:
+        pid, started, before = entry
+        if running(pid, started):
+            placement.unpin(pid, before)
 
 
 def delete_interfaces(names, timeout=15.0):
