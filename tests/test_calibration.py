@@ -82,8 +82,12 @@ def test_auto_placement_follows_the_calibration(calibrated, monkeypatch):
     assert capacity.cpu_placement("user", "auto") == "pinned"
     assert capacity.cpu_placement("user", "none") == "none"
     assert capacity.cpu_placement("kernel", "pinned") == "none"
-    calibration.store({(9000, "pinned"): 960, (9000, "none"): 960}, rows=[])     # a tie changes nothing
-    assert capacity.cpu_placement("user", "auto") == "none"
+    assert capacity.cpu_placement("user", "auto", mtu=1500) == "pinned"     # each MTU its own better one
+    calibration.store({(9000, "pinned"): 960, (9000, "none"): 960, (1500, "pinned"): 0, (1500, "none"): 80},
+                      rows=[])
+    assert capacity.cpu_placement("user", "auto") == "none"                # a tie changes nothing
+    assert capacity.cpu_placement("user", "auto", mtu=1500) == "none"
+    capacity.check_rate(BiGraph(2, 8, rate=5), 1500)                       # auto: none's 80 Mbit/s
 
 
 def test_auto_placement_without_calibration_or_cores_leaves_the_system_alone(monkeypatch, calibrated):

@@ -48,7 +48,7 @@ def require_emulation(topo, mtu, refuse_overload=True, cpu=None):
     check_hosts(topo)
     require_root()
     path = datapath()
-    where = cpu_placement(path, cpu)
+    where = cpu_placement(path, cpu, mtu)
     if refuse_overload:
         check_rate(topo, mtu, path, where)
     require_ovs()

@@ -3,8 +3,10 @@
 BiGraph(2,8)'s 16 contention-free iperf3 flows over 2-3 switches, every link end shaped, at rising
 offered loads, for each MTU and each CPU placement: the faithful load is the highest rung whose flows
 together got FAITHFUL_TOTAL of what they offered and whose slowest flow got FAITHFUL_SLOWEST of its
-rate (both of TCP's goodput ceiling at the MTU), measured twice (the first failure ends the climb;
-0 when the lowest rung fails). Stored by ``fidelity.calibration``.
+rate (both of TCP's goodput ceiling at the MTU) in two of at most three tries (a third only when
+the first two disagree: one slow flow in one try is noise on 2 cores, measured: a rung passed twice
+and failed once at 0.87 on the same machine); the first rung that fails ends the climb, 0 when the
+lowest does. Stored by ``fidelity.calibration``.
 """
 import tempfile
 import time
@@ -48,7 +50,7 @@ def climb(mtu, cpu, log):
     best, rows = 0, []
     for offered in LADDERS[mtu]:
         tries = []
-        for _ in range(2):
+        while tries.count(True) < 2 and tries.count(False) < 2:
             row = measure(BiGraph(2, 8, rate=offered / FLOWS), mtu, cpu, DURATIONS[mtu])
             rows.append(row)
             tries.append(calibration.faithful(row))
@@ -56,9 +58,7 @@ def climb(mtu, cpu, log):
                 f"{row['achieved_over_offered']:.2f} delivered, slowest flow {row['min_flow_ratio']:.2f}, "
                 f"busiest core {row['busiest_core']:.0%} ({row['busiest_core_softirq']:.0%} softirq) "
                 f"{'faithful' if tries[-1] else 'NOT faithful'}")
-            if not tries[-1]:
-                break
-        if not all(tries):
+        if tries.count(True) < 2:
             break
         best = offered
     return best, rows
@@ -71,7 +71,7 @@ def calibrate(log=print, mtus=(9000, 1500)):
     log(f"calibrating: {FLOWS} flows over BiGraph(2,8) at rising offered load, MTU {', '.join(map(str, mtus))}, "
         f"CPU placement {' and '.join(placements)}; faithful: {calibration.FAITHFUL_TOTAL} of the offered "
         f"load delivered and the slowest flow at {calibration.FAITHFUL_SLOWEST} of its rate (of TCP's goodput "
-        "ceiling at the MTU), twice")
+        "ceiling at the MTU), in two of at most three tries")
     for mtu in mtus:
         for cpu in placements:
             results[mtu, cpu], measured = climb(mtu, cpu, log)

@@ -50,13 +50,13 @@ def check_queue(topo, mtu):
                            "or less")
 
 
-def cpu_placement(datapath, mode=None):
-    """The CPU placement a run on `datapath` uses (see emulation.placement): mode, else the one the
-    run requested; auto follows this machine's calibration."""
+def cpu_placement(datapath, mode=None, mtu=9000):
+    """The CPU placement a run on `datapath` at `mtu` uses (see emulation.placement): mode, else the
+    one the run requested; auto follows this machine's calibration at that MTU."""
     if datapath == "kernel":
         return "none"
     found, _ = calibration.load()
-    return placements.resolve(mode or placements.requested, found and found.best_placement())
+    return placements.resolve(mode or placements.requested, found and found.best_placement(mtu))
 
 
 def capacity(mtu, datapath="user", placement=None):
@@ -64,7 +64,7 @@ def capacity(mtu, datapath="user", placement=None):
     figure), or None where no limit was measured. placement None: the one a run would use."""
     if datapath == "kernel":
         return None
-    placement = placement or cpu_placement(datapath)
+    placement = placement or cpu_placement(datapath, mtu=mtu)
     found, _ = calibration.load()
     measured = found and found.faithful_mbit(mtu, placement)
     return measured if measured is not None else USERSPACE_CAPACITY_MBIT[9000 if mtu >= 9000 else 1500]
@@ -74,7 +74,7 @@ def source(mtu, datapath="user", placement=None):
     """Where capacity()'s figure comes from, in words."""
     if datapath == "kernel":
         return "kernel datapath: no limit measured"
-    placement = placement or cpu_placement(datapath)
+    placement = placement or cpu_placement(datapath, mtu=mtu)
     found, why = calibration.load()
     if found and found.faithful_mbit(mtu, placement) is not None:
         return f"calibrated on {found.date}, CPU placement {placement}"
@@ -93,7 +93,7 @@ def largest_faithful_ranks(rate, mtu, datapath="user", placement=None):
 
 def check_rate(topo, mtu, datapath="user", placement=None):
     """Refuse a load the emulator cannot carry faithfully."""
-    placement = placement or cpu_placement(datapath)
+    placement = placement or cpu_placement(datapath, mtu=mtu)
     cap = capacity(mtu, datapath, placement)
     ports = len(topo.nic_ports())
     load = ports * topo.rate
