@@ -25,7 +25,7 @@ if __name__ == "__main__":
 import argparse  # noqa: E402  (after the venv check: these need the venv's packages)
 
 from scenarios import DEFAULT, SCENARIOS  # noqa: E402
-from testbed.emulation import ovs, placement, preflight, runrecord  # noqa: E402
+from testbed.emulation import ovs, placement, preflight, runrecord, slots  # noqa: E402
 from testbed.emulation.explore import explore  # noqa: E402
 from testbed.errors import Interrupted, TestbedError  # noqa: E402
 from testbed.fidelity.calibrate import calibrate as measure_capacity  # noqa: E402
@@ -62,6 +62,10 @@ def parser():
                        help="pinned: ovs-vswitchd on one core, the hosts' receive processing on the others; "
                             "none: as the system places them; auto: whichever this machine's calibration "
                             "measured to carry more (none when uncalibrated) (default %(default)s)")
+        p.add_argument("--slots", type=int, default=1,
+                       help="split every fabric into this many slots, each forwarded by an ovs-vswitchd of its "
+                            "own in a network namespace of its own, the links between them VXLAN tunnels "
+                            "(docs/scale.md; default %(default)s)")
     return top
 
 
@@ -109,6 +113,7 @@ def run(args, argv):
         raise TestbedError(f"name a scenario (run_scenario.py --list), or give options for {DEFAULT}")
     module = SCENARIOS[args.scenario]
     placement.request(args.cpu_placement)   # before prepare(): the capacity checks depend on it
+    slots.request(args.slots)
     plan = module.prepare(args)             # every option checked; nothing built or written
     if args.cli and not plan.fabrics:
         raise TestbedError(f"{args.scenario} only models its fabrics: there is nothing to explore with --cli")

@@ -187,18 +187,19 @@ class FabricCheck:
 
 # --- the running fabric ------------------------------------------------------------------------
 def emulate(topo: Topology, routing: str = "deterministic", *, hash: str = "same", folder: str | Path | None = None,
-            mtu: int = DEFAULT_MTU, log=SILENT) -> Emulated:
+            mtu: int = DEFAULT_MTU, log=SILENT, slots: int = 1) -> Emulated:
     """The fabric as a context manager: entering builds it (Mininet hosts, Open vSwitch switches,
     shaped links, the controller installing `routing`: 'deterministic' or 'ecmp', ECMP hashing
     with the `hash` 'same' at every switch or 'per-switch'); leaving tears down exactly what it
     built, also after an exception or Ctrl-C. Needs root. The run's files (topology.json,
-    routing.json, captures, the controller's log) go to `folder` (default: a new temporary one)."""
+    routing.json, captures, the controller's log) go to `folder` (default: a new temporary one).
+    slots > 1 splits the fabric into that many slots, an ovs-vswitchd each (docs/scale.md)."""
     if routing not in routes.MODES:
         raise TestbedError(f"unknown routing {routing!r}: use one of {', '.join(routes.MODES)}")
     if hash not in routes.HASHES:
         raise TestbedError(f"unknown hash {hash!r}: use one of {', '.join(routes.HASHES)}")
     folder = Path(folder) if folder is not None else Path(tempfile.mkdtemp(prefix="testbed-"))
-    return Emulated(Emulation(topo, routes.plan(topo, routing, hash), folder, mtu=mtu, log=log))
+    return Emulated(Emulation(topo, routes.plan(topo, routing, hash), folder, mtu=mtu, log=log, slot_count=slots))
 
 
 class Emulated:

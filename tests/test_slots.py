@@ -83,3 +83,29 @@ def test_underlay_and_record():
     record = json.loads(json.dumps(part.to_dict()))
     assert record["slots"] == 2 and len(record["cut_links"]) == 2
     assert "2 slot(s)" in part.describe() and "2 link(s) cut of 4" in part.describe()
+
+
+def test_the_fabric_check_crosses_every_direction_of_every_cut_link_without_sharing():
+    from testbed import routing
+    from testbed.fidelity.fabric_check import cut_link_rounds
+    topo = BiGraph(2, 8)
+    part, routes = partition(topo, 2), routing.plan(topo).routes
+    rounds = cut_link_rounds(routes, part.cut_links())
+    wanted = {end for cut in part.cut_links() for end in cut.link.ends()}
+    crossed = {end for chosen in rounds for r in chosen for end in r.directed_links()}
+    assert wanted <= crossed
+    for chosen in rounds:
+        links = [end for r in chosen for end in r.directed_links()]
+        assert len(links) == len(set(links))
+
+
+def test_the_check_reports_cut_links_and_fails_on_underlay_losses():
+    from testbed.fidelity.fabric_check import cut_link_lines
+    verdict = {True: "PASS", False: "FAIL"}
+    cut = {"cut_links": 8, "directions": 16, "covered": 16, "flows": [{}] * 14, "min": 0.99, "cpu": None,
+           "latency": {"switches": 2, "tunnelled_ms": 1.0, "local_ms": 0.4},
+           "underlay_errors": {"vxlan_errors": 0, "udp_rcvbuf_errors": 3}, "pass": False}
+    text = "\n".join(cut_link_lines(cut, verdict))
+    assert "16/16 directions of 8 VXLAN links crossed by 14 flows" in text and "FAIL" in text
+    assert "udp_rcvbuf_errors 3" in text and "(+0.600 ms)" in text
+    assert cut_link_lines(None, verdict) == []

@@ -27,7 +27,7 @@ def spans(monkeypatch):
         texts, ticks = iter([zero, stat(cores)]), iter([0, ovs_ticks])
         monkeypatch.setattr(verdict, "_read_stat", lambda: next(texts))
         monkeypatch.setattr(verdict, "_process_ticks", lambda pid: next(ticks))
-        monkeypatch.setattr(verdict.ovs, "vswitchd_pid", lambda: None)
+        monkeypatch.setattr(verdict.ovs, "vswitchd_pids", lambda: [1])
         with verdict.CpuMonitor(datapath) as cpu:
             pass
         return cpu.result()

@@ -14,18 +14,20 @@ import subprocess
 import time
 from pathlib import Path
 
-from mininet.link import Link
+from mininet.link import Intf, Link
 from mininet.log import setLogLevel
 from mininet.net import Mininet
 from mininet.node import Host, OVSSwitch
+from mininet.util import errRun
 
-from testbed.emulation import ovs, placement, preflight, runrecord, sendbuffer, shaping, txcompletion
+from testbed.emulation import ovs, placement, preflight, runrecord, sendbuffer, shaping, slots, txcompletion
 from testbed.emulation.controller import Controller
 from testbed.emulation.programs import LOOPBACK, POPEN, Program, argv
 from testbed.emulation.watchdog import Watchdog
 from testbed.errors import Interrupted, TestbedError
 from testbed.interrupts import interruptible, shielded
 from testbed.topology import interface
+from testbed.topology.slots import partition
 
 # The userspace datapath's work is per packet: jumbo frames carry the same load for less CPU (bench/).
 DEFAULT_MTU = 9000
@@ -95,14 +97,54 @@ class TestbedSwitch(RecordedShell, OVSSwitch):
         super().start([self.controller])
 
 
+class SlotSwitch(TestbedSwitch):
+    """A switch of a slot (emulation.slots): its shell, and so its ports, in the slot's namespace; its
+    bridge in the slot's own database. Its controller is set once the bridge exists (set_controller)."""
+
+    def __init__(self, name, slot=None, **params):
+        self.slot = slot
+        super().__init__(name, **params)
+
+    def _popen(self, cmd, **params):
+        return super()._popen(["nsenter", f"--net={self.slot.netns}", *cmd], **params)
+
+    def vsctl(self, *args, **kwargs):
+        return super().vsctl(f"--db=unix:{self.slot.db}", *args, **kwargs)
+
+    def dpctl(self, *args):
+        return self.cmd("ovs-ofctl", args[0], self.slot.mgmt(self.name), *args[1:])
+
+    @classmethod
+    def batchStartup(cls, switches, run=errRun):
+        """Mininet's batch, run against each slot's database."""
+        for db in sorted({str(s.slot.db) for s in switches}):
+            group = [s for s in switches if str(s.slot.db) == db]
+            OVSSwitch.batchStartup.__func__(
+                cls, group, run=lambda cmds, db=db, **kw: run(cmds.replace("ovs-vsctl", f"ovs-vsctl --db=unix:{db}", 1),
+                                                              **kw))
+        return switches
+
+    def start(self, controllers):
+        OVSSwitch.start(self, [])
+
+    def set_controller(self):
+        self.slot.vsctl("set-controller", self.name, f"unix:{self.slot.controller_socket}")
+
+
 class Emulation:
-    def __init__(self, topo, routing, run_dir, mtu=DEFAULT_MTU, log=print, refuse_overload=True, cpu_placement=None):
+    def __init__(self, topo, routing, run_dir, mtu=DEFAULT_MTU, log=print, refuse_overload=True, cpu_placement=None,
+                 slot_count=None):
         """routing: the RoutingPlan the controller installs. The topology and the plan are written
         into run_dir as topology.json and routing.json, so a result can be understood and replayed.
         refuse_overload=False lets a benchmark offer more than the emulator carries faithfully.
-        cpu_placement: auto, pinned or none (emulation.placement; None: the run's --cpu-placement)."""
+        cpu_placement: auto, pinned or none (emulation.placement; None: the run's --cpu-placement).
+        slot_count: how many slots (ovs-vswitchd each) to split the fabric into (emulation.slots; None:
+        the run's --slots)."""
         self.topo, self.routing, self.run_dir, self.mtu, self.log = topo, routing, Path(run_dir), mtu, log
         self.refuse_overload, self.cpu_requested = refuse_overload, cpu_placement
+        slot_count = slot_count or slots.requested
+        self.partition = partition(topo, slot_count) if slot_count > 1 else None
+        self.slots = []
         self.net = self.controller = self.record = self.watchdog = None
         self.datapath = self.cpu_placement = None
         self._signals = interruptible()
@@ -111,7 +153,8 @@ class Emulation:
     def __enter__(self):
         try:
             self.datapath, self.cpu_placement = preflight.require_emulation(
-                self.topo, self.mtu, self.refuse_overload, self.cpu_requested)
+                self.topo, self.mtu, self.refuse_overload, self.cpu_requested,
+                slot_count=self.partition and self.partition.count)
         except BaseException:
             runrecord.release_lock()
             raise
@@ -138,29 +181,41 @@ class Emulation:
         for name, text in topo.exports().items():
             (self.run_dir / name).write_text(text)
         plan_file.write_text(json.dumps(self.routing.to_dict()))
+        if self.partition:
+            (self.run_dir / "slots.json").write_text(json.dumps(self.partition.to_dict(), indent=1))
         self.controller = Controller(self.routing, plan_file, topology_file, self.run_dir)
         self.record.add(pids=[self.controller.start()])
 
         setLogLevel("warning")
         self.log(f"building {topo.describe()} (OVS {ovs.datapath_name(self.datapath)}, MTU {self.mtu}, "
-                 f"{self.describe_placement()})")
+                 f"{self.describe_placement()}{self.describe_slots()})")
         net = self.net = Mininet(topo=None, build=False, controller=None, ipBase=IP_BASE,
                                  autoSetMacs=False, waitConnected=False)
         address = ControllerAddress(LOOPBACK, self.controller.port)
+        if self.partition:
+            self._start_slots()
         for s in topo.switches.values():
-            net.addSwitch(s.name, cls=TestbedSwitch, record=self.record, controller=address,
-                          dpid=f"{s.dpid:016x}",
-                          datapath=self.datapath, protocols=OPENFLOW_VERSIONS, failMode="secure")
+            where = {"cls": SlotSwitch, "slot": self.slots[self.partition.slot_of[s.name]]} if self.slots \
+                else {"cls": TestbedSwitch}
+            net.addSwitch(s.name, record=self.record, controller=address, dpid=f"{s.dpid:016x}",
+                          datapath=self.datapath, protocols=OPENFLOW_VERSIONS, failMode="secure", **where)
         for h in topo.hosts.values():
             net.addHost(h.name, cls=TestbedHost, record=self.record, ip=None)
+        cut = {c.link for c in self.partition.cut_links()} if self.partition else set()
         for link in topo.links:
-            net.addLink(link.a, link.b, port1=link.a_port, port2=link.b_port, cls=Link,
-                        **self._address_params(link.a, link.a_port, "1"),
-                        **self._address_params(link.b, link.b_port, "2"))
+            if link not in cut:
+                net.addLink(link.a, link.b, port1=link.a_port, port2=link.b_port, cls=Link,
+                            **self._address_params(link.a, link.a_port, "1"),
+                            **self._address_params(link.b, link.b_port, "2"))
         try:
             net.build()
+            if self.partition:
+                self._cut_links()
             self._configure_hosts()
             net.start()
+            for switch in net.switches:
+                if isinstance(switch, SlotSwitch):
+                    switch.set_controller()
             # After start: adding a port to OVS deletes the root qdisc of its interface.
             self._shape_switch_ports()
             if self.datapath == "kernel":
@@ -169,12 +224,56 @@ class Emulation:
             raise TestbedError("Mininet gave up building the network (its message is above)") from None
         waited = self.controller.wait_ready({s.name: s.dpid for s in topo.switches.values()})
         if self.datapath == "user":
-            self._size_send_buffer()
+            self._size_send_buffers()
         if self.cpu_placement == "pinned":
             self.record.pin(ovs.vswitchd_pid(), {placement.switch_core()})
         self.watchdog = Watchdog(self._vital_parts()).__enter__()
         self.log(f"fabric up in {time.monotonic() - started:.1f} s "
                  f"(controller installed {self.routing.rule_count} {self.routing.mode} rules in {waited:.1f} s)")
+
+    def _start_slots(self):
+        """Each slot's namespace and daemons, and the relay to the controller (emulation.slots)."""
+        for k in range(self.partition.count):
+            directory = slots.make_directory()
+            self.record.add(directories=[directory])
+            holder = slots.SlotHolder(f"slot{k}", record=self.record)
+            slot = slots.Slot(k, holder, directory)
+            self.slots.append(slot)
+
+            def spawn(args, env, holder=holder):
+                proc = holder.popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                self.record.add(pids=[proc.pid])
+                return proc
+            relay = slot.start(spawn, self.controller.port)
+            self.record.add(pids=[self.spawn(relay, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).pid])
+            ovs.slot_vswitchds.append(slot.vswitchd.pid)
+            for name in self.partition.switches(k):
+                ovs.slot_bridges[name] = slot.mgmt(name)
+
+    def _cut_links(self):
+        """A VXLAN device for each end of every cut link, known to its switch as the port it replaces."""
+        cut = self.partition.cut_links()
+        slots.join(self.slots, cut, self.mtu)
+        for c in cut:
+            for node, port in c.link.ends():
+                Intf(interface(node, port), node=self.net.get(node), port=port)
+
+    def _netns_of_switch(self, switch):
+        """A pid in the namespace of switch's ports (None: the root namespace)."""
+        return self.slots[self.partition.slot_of[switch]].pid if self.slots else None
+
+    def port_netns(self, ifname):
+        """A pid in the namespace of a switch port's interface, or None (the root namespace)."""
+        return self._netns_of_switch(ifname.split("-eth")[0])
+
+    def _switch_ports_by_namespace(self):
+        """{pid or None: [(interface, link)]} of every switch port."""
+        out = {}
+        for link in self.topo.links:
+            for node, port in link.ends():
+                if node in self.topo.switches:
+                    out.setdefault(self._netns_of_switch(node), []).append((interface(node, port), link))
+        return out
 
     def _address_params(self, node, port, side):
         if node not in self.topo.hosts:
@@ -217,6 +316,9 @@ class Emulation:
             raise TestbedError(f"could not set Receive Packet Steering in {node.name} ({out.strip()[-200:]}): "
                                "run with --cpu-placement none")
 
+    def describe_slots(self):
+        return f", {self.partition.describe()} over VXLAN" if self.partition else ""
+
     def describe_placement(self):
         if self.cpu_placement != "pinned":
             return "CPU placement: the system's"
@@ -234,24 +336,36 @@ class Emulation:
                  "net.ipv4.conf.all.rp_filter=0", "net.ipv4.conf.default.rp_filter=0"]
                 + [f"net.ipv4.conf.{nic.intf}.rp_filter=0" for nic in host.ports])
 
-    def _size_send_buffer(self):
-        """Every switch queue full must fit in ovs-vswitchd's send socket: see sendbuffer."""
-        pid = ovs.vswitchd_pid()
-        need = sendbuffer.needed([link.queue for _, link in self.topo.switch_ports()], self.mtu)
-        if not self.record.raise_send_buffer(pid, need):   # OVS opens it at its first send: make one
-            h = next(iter(self.topo.hosts.values()))
+    def _size_send_buffers(self):
+        """Every switch queue full must fit in its ovs-vswitchd's send socket: see sendbuffer. The
+        system's is put back by the run record; a slot's goes with its daemon."""
+        if not self.slots:
+            self._size_send_buffer(ovs.vswitchd_pid(), self.topo.switch_ports(), list(self.topo.hosts),
+                                   self.record.raise_send_buffer)
+            return
+        ports = self._switch_ports_by_namespace()
+        for slot in self.slots:
+            self._size_send_buffer(slot.vswitchd.pid, ports.get(slot.pid, []), self.partition.hosts(slot.index),
+                                   _raise_unrecorded)
+
+    def _size_send_buffer(self, pid, ports, hosts, raise_buffer):
+        need = sendbuffer.needed([link.queue for _, link in ports], self.mtu)
+        if not raise_buffer(pid, need) and hosts:   # OVS opens it at its first send: make one
+            h = self.topo.hosts[hosts[0]]
             peer = next(p for p in self.topo.nic_ports() if p.host != h.name and p.port == 0)
             self.host(h.name).cmd(f"ping -c1 -W1 {peer.ip}")
-            if not self.record.raise_send_buffer(pid, need):
+            if not raise_buffer(pid, need):
                 raise TestbedError("ovs-vswitchd has no packet socket after a ping through the fabric; "
                                    "is it running the userspace datapath?")
 
     def _shape_switch_ports(self):
-        with shaping.netlink() as ipr:
-            for intf, link in self.topo.switch_ports():
-                with open(f"/proc/sys/net/ipv6/conf/{intf}/disable_ipv6", "w") as f:
-                    f.write("1")
-                shaping.shape(ipr, intf, link.rate, link.queue, self.mtu, self.topo.switch_delay(link))
+        for pid, ports in self._switch_ports_by_namespace().items():
+            with shaping.netlink(pid) as ipr:
+                for intf, link in ports:
+                    if pid is None:      # a slot's namespace has IPv6 off for every interface already
+                        with open(f"/proc/sys/net/ipv6/conf/{intf}/disable_ipv6", "w") as f:
+                            f.write("1")
+                    shaping.shape(ipr, intf, link.rate, link.queue, self.mtu, self.topo.switch_delay(link))
 
     def _vital_parts(self):
         """The watchdog's checks: None while the part runs, else what died and what to do."""
@@ -267,7 +381,12 @@ class Emulation:
             if not runrecord.running(vswitchd, started):
                 return ("ovs-vswitchd died during the run: start Open vSwitch again with 'sudo ./setup.sh', "
                         "then run again")
-        return [controller_alive, vswitchd_alive]
+
+        def slots_alive():
+            for slot in self.slots:
+                if slot.vswitchd.poll() is not None:
+                    return f"slot {slot.index}'s ovs-vswitchd died during the run: see {slot.dir}/vswitchd.log"
+        return [controller_alive, vswitchd_alive] + ([slots_alive] if self.slots else [])
 
     def _teardown(self, error=None):
         """Remove everything this run made. Signals wait until it is done; one that came is raised
@@ -286,12 +405,15 @@ class Emulation:
         # Not net.stop(): it talks to each node's shell, and hangs on a half-built network.
         # terminate() only signals the shell and closes its ptys; the sweep removes the rest.
         # Whatever else runs in a host's namespace (a daemon started from --cli) is ours too.
-        for pid in in_namespaces([h.pid for h in self.net.hosts] if self.net else []):
+        shells = [h.pid for h in self.net.hosts] if self.net else []
+        for pid in in_namespaces(shells + [slot.holder.pid for slot in self.slots]):
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
-        for node in (self.net.hosts + self.net.switches) if self.net else []:
+        for node in ((self.net.hosts + self.net.switches) if self.net else []) + [slot.holder for slot in self.slots]:
             with contextlib.suppress(Exception):
                 node.terminate()
+        ovs.slot_bridges.clear()
+        ovs.slot_vswitchds.clear()
         if self.controller is not None:
             self.controller.stop()
         if self.record is not None:
@@ -302,10 +424,13 @@ class Emulation:
     def host(self, name):
         return self.net.get(name)
 
-    def spawn(self, args, host=None, **kwargs):
-        """A process inside host's namespace (None: the root namespace), on the run record so that
-        a crash cannot orphan it."""
-        proc = self.host(host).popen(args, **kwargs) if host else subprocess.Popen(args, **kwargs)
+    def spawn(self, args, host=None, switch=None, **kwargs):
+        """A process inside host's namespace, or where switch's ports are (its slot's namespace, or
+        the root namespace), on the run record so that a crash cannot orphan it."""
+        if switch and self.slots:
+            proc = self.slots[self.partition.slot_of[switch]].holder.popen(args, **kwargs)
+        else:
+            proc = self.host(host).popen(args, **kwargs) if host else subprocess.Popen(args, **kwargs)
         self.record.add(pids=[proc.pid])
         return proc
 
@@ -314,11 +439,12 @@ class Emulation:
         down, and a host at its other end sees its carrier go. (A host interface taken down itself
         would lose its neighbour entries, which the fabric cannot relearn: it carries no ARP.)
         Interfaces that are down are on the run record, which brings them up if the run dies."""
-        with shaping.netlink() as ipr:
-            for node, port in link.ends():
-                if node in self.topo.switches:
-                    name = interface(node, port)
+        for node, port in link.ends():
+            if node in self.topo.switches:
+                name, pid = interface(node, port), self._netns_of_switch(node)
+                with shaping.netlink(pid) as ipr:
                     shaping.set_up(ipr, name, up)
+                if pid is None:          # a slot's interfaces go with its namespace
                     self.record.link_state(name, up)
 
     def set_switch(self, switch, up):
@@ -332,11 +458,34 @@ class Emulation:
         from the run's stop signals, which are raised once the socket is closed: one that landed
         while pyroute2 set up its event loop left a half-made loop whose destructor printed a
         traceback at exit."""
-        with shielded() as caught, shaping.netlink() as ipr:
-            stats = shaping.queue_stats_all(ipr, [intf for intf, _ in self.topo.switch_ports()])
+        drops = 0
+        with shielded() as caught:
+            for pid, ports in self._switch_ports_by_namespace().items():
+                with shaping.netlink(pid) as ipr:
+                    drops += sum(q["drops"] for q in shaping.queue_stats_all(ipr, [intf for intf, _ in ports]).values())
         if caught:
             raise Interrupted(caught[0])
-        return sum(queue["drops"] for queue in stats.values())
+        return drops
+
+    def underlay_errors(self):
+        """{what: count} of what a split fabric's tunnels lost so far: the VXLAN devices' errors and
+        drops, and UDP receive-buffer and checksum errors in the slots (all must stay 0)."""
+        out = {"vxlan_errors": 0, "vxlan_dropped": 0, "udp_rcvbuf_errors": 0, "udp_in_errors": 0}
+        ends = {}
+        for c in self.partition.cut_links() if self.partition else []:
+            for node, port in c.link.ends():
+                ends.setdefault(self._netns_of_switch(node), []).append(interface(node, port))
+        for pid, names in ends.items():
+            with shaping.netlink(pid) as ipr:
+                for name in names:
+                    stats = shaping.counters(ipr, name)
+                    out["vxlan_errors"] += stats["rx_errors"] + stats["tx_errors"]
+                    out["vxlan_dropped"] += stats["rx_dropped"] + stats["tx_dropped"]
+        for slot in self.slots:
+            udp = slots.udp_counters(slot.pid)
+            out["udp_rcvbuf_errors"] += udp.get("RcvbufErrors", 0)
+            out["udp_in_errors"] += udp.get("InErrors", 0) + udp.get("InCsumErrors", 0)
+        return out
 
     def counters(self, nic):
         """A NIC port's interface counters, read in its host."""
@@ -346,3 +495,14 @@ class Emulation:
     def program(self, host, module, *args, name=None, inbox=None):
         """testbed.programs.<module> inside host (see emulation.programs)."""
         return Program(name or f"{module} on {host}", self.spawn(argv(module, *args), host, **POPEN), inbox)
+
+
+def _raise_unrecorded(pid, size):
+    """Raise a slot's ovs-vswitchd send buffer (nothing to put back: the daemon ends with the run)."""
+    fd = sendbuffer.send_socket_fd(pid)
+    if fd is None:
+        return False
+    with sendbuffer.SendBuffer(pid, fd) as buf:
+        if buf.size < size:
+            buf.set(size)
+    return True

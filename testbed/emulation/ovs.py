@@ -7,6 +7,15 @@ from pathlib import Path
 
 PIDFILE = Path("/var/run/openvswitch/ovs-vswitchd.pid")
 OPENFLOW = "OpenFlow13"
+# A run split into slots (emulation.slots) has an ovs-vswitchd per slot: its bridges answer
+# ovs-ofctl on their own management sockets, and its daemons count in the CPU verdict.
+slot_bridges = {}      # bridge: "unix:<slot dir>/<bridge>.mgmt"
+slot_vswitchds = []    # pids
+
+
+def target(bridge):
+    """What ovs-ofctl is given to reach a bridge."""
+    return slot_bridges.get(bridge, bridge)
 
 
 def vsctl(*args, timeout=15):
@@ -35,6 +44,11 @@ def reachable():
         return vsctl("show", timeout=3).returncode == 0
     except (OSError, subprocess.TimeoutExpired):
         return False
+
+
+def vswitchd_pids():
+    """Every ovs-vswitchd forwarding for this run: the system's and the slots'."""
+    return [pid for pid in [vswitchd_pid(), *slot_vswitchds] if pid]
 
 
 def vswitchd_pid():
@@ -92,7 +106,7 @@ def delete_bridges(names):
 
 
 def flow_count(bridge):
-    found = re.search(r"flow_count=(\d+)", ofctl("dump-aggregate", bridge).stdout)
+    found = re.search(r"flow_count=(\d+)", ofctl("dump-aggregate", target(bridge)).stdout)
     return int(found.group(1)) if found else -1
 
 
@@ -101,7 +115,7 @@ def port_bytes(ports):
     bridge."""
     out = {}
     for bridge in sorted({sw for sw, _ in ports}):
-        text = ofctl("dump-ports", bridge).stdout
+        text = ofctl("dump-ports", target(bridge)).stdout
         for port, received, sent in re.findall(
                 r"port\s+(\d+): rx pkts=\d+, bytes=(\d+).*?\n\s+tx pkts=\d+, bytes=(\d+)", text):
             out[bridge, int(port)] = (int(received), int(sent))

@@ -3,9 +3,11 @@ is one line that names the fix."""
 import os
 from pathlib import Path
 
-from testbed.emulation import ovs, runrecord
+from testbed.emulation import ovs, runrecord, slots
+from testbed.emulation import placement as placements
 from testbed.errors import TestbedError
 from testbed.fidelity.capacity import check_hosts, check_mtu, check_rate, cpu_placement
+from testbed.topology.slots import partition
 
 
 def require_root():
@@ -41,14 +43,23 @@ def require_clean(topo):
                            "remove them or free those names")
 
 
-def require_emulation(topo, mtu, refuse_overload=True, cpu=None):
+def require_emulation(topo, mtu, refuse_overload=True, cpu=None, slot_count=None):
     """Everything an emulation run needs, checked in the order a user would fix it: (datapath,
-    CPU placement)."""
+    CPU placement). slot_count > 1 (None: the run's --slots): the fabric is split into that many
+    slots (emulation.slots), each with a userspace ovs-vswitchd of its own and none pinned."""
+    slot_count = slot_count or slots.requested
+    if slot_count > 1:
+        partition(topo, slot_count)          # refuses a count the fabric does not split into
+    else:
+        slot_count = None
     check_mtu(mtu)
     check_hosts(topo)
     require_root()
-    path = datapath()
-    where = cpu_placement(path, cpu, mtu)
+    path = "user" if slot_count else datapath()
+    if slot_count and (cpu or placements.requested) == "pinned":
+        raise TestbedError("--cpu-placement pinned pins the one ovs-vswitchd of an unsplit fabric: "
+                           "with --slots use --cpu-placement none")
+    where = "none" if slot_count else cpu_placement(path, cpu, mtu)
     if refuse_overload:
         check_rate(topo, mtu, path, where)
     require_ovs()

@@ -9,6 +9,7 @@ import contextlib
 import fcntl
 import json
 import os
+import shutil
 import signal
 import threading
 import time
@@ -123,8 +124,9 @@ class RunRecord:
             tmp.write_text(json.dumps(self.data))
             tmp.replace(self.path)
 
-    def add(self, bridges=(), interfaces=(), pids=()):
+    def add(self, bridges=(), interfaces=(), pids=(), directories=()):
         self.data["bridges"] += list(bridges)
+        self.data["directories"] = self.data.get("directories", []) + [str(d) for d in directories]
         self.data["interfaces"] += list(interfaces)
         self.data["processes"] += [[pid, start_time(pid)] for pid in pids]
         self.save()
@@ -166,6 +168,8 @@ class RunRecord:
         delete_interfaces(self.data["interfaces"] + self.data["bridges"])
         restore_send_buffer(self.data.get("send_buffer"))
         restore_affinity(self.data.get("affinity"))
+        for directory in self.data.get("directories", []):   # slots' sockets and logs (emulation.slots)
+            shutil.rmtree(directory, ignore_errors=True)
         self.path.unlink(missing_ok=True)
 
 

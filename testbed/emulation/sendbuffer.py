@@ -40,7 +40,7 @@ def send_socket_fd(pid):
     """The fd number, in process pid, of its unbound AF_PACKET socket (protocol 0, no interface),
     or None if it has none yet."""
     inodes = set()
-    for line in Path("/proc/net/packet").read_text().splitlines()[1:]:
+    for line in Path(f"/proc/{pid}/net/packet").read_text().splitlines()[1:]:   # its own namespace's
         fields = line.split()
         if int(fields[3], 16) == 0 and fields[4] == "0":
             inodes.add(fields[8])

@@ -1,6 +1,8 @@
 """The fabric check: does the emulated network deliver what it was configured to? Every NIC port
 answers ping, one TCP flow over the longest path gets the link rate, and parallel flows on paths
-that share no link each get theirs; each measurement with its bottleneck verdict."""
+that share no link each get theirs; each measurement with its bottleneck verdict. A fabric split
+into slots (emulation.slots) also gets a flow through each direction of every cut link, and the
+round trip over a tunnelled path against one as long that stays in its slot."""
 import statistics
 
 from testbed.emulation import ovs
@@ -87,7 +89,9 @@ def check(emu, duration=3):
         pairs = spread_pairs(topo, routes)
     parallel, parallel_cpu = run_flows(emu, pairs, routes, duration)
     ratios = [f["ratio"] for f in parallel]
-    return {
+    slots = {"cut_links": check_cut_links(emu, emu.routing.routes, duration)} \
+        if getattr(emu, "partition", None) and emu.routing.routes else {}
+    return {**slots,
         "reachability": {"answered": answered, "pairs": answered + len(failures), "failures": failures},
         "single_flow": {**single[0], "min_ratio": SINGLE_FLOW_MIN, "cpu": single_cpu,
                         "pass": single[0]["ratio"] >= SINGLE_FLOW_MIN},
@@ -96,9 +100,64 @@ def check(emu, duration=3):
     }
 
 
+def cut_link_rounds(routes, cut_links):
+    """[[route, ...]]: routes that cross each direction of every cut link, in rounds in which no
+    link carries two flows and no host sends or receives two."""
+    wanted = {end for cut in cut_links for end in cut.link.ends()}     # a direction, by its sending end
+    candidates = sorted(routes.values(), key=lambda r: (r.src.ip, r.dst.ip))
+    rounds = []
+    while wanted:
+        used, hosts, chosen = set(), set(), []
+        for route in candidates:
+            links = set(route.directed_links())
+            if links & wanted and not links & used and not {("s", route.src.host), ("d", route.dst.host)} & hosts:
+                chosen.append(route)
+                used |= links
+                hosts |= {("s", route.src.host), ("d", route.dst.host)}
+                wanted -= links
+        if not chosen:
+            break                      # a direction no route takes: nothing to measure there
+        rounds.append(chosen)
+    return rounds
+
+
+def round_trip_ms(emu, route, count=20):
+    out = emu.host(route.src.host).cmd(f"ping -q -c {count} -i 0.05 -W1 {route.dst.ip}")
+    found = [line for line in out.splitlines() if "min/avg/max" in line]
+    return float(found[0].split("=")[1].split("/")[1]) if found else None
+
+
+def check_cut_links(emu, routes, duration):
+    """Every cut link at its rate, and a tunnelled path's round trip against an untunnelled one of
+    as many switches (None where the fabric has none)."""
+    cut = emu.partition.cut_links()
+    ends = {end for c in cut for end in c.link.ends()}
+    flows, cpu = [], None
+    for chosen in cut_link_rounds(routes, cut):
+        measured, seen = run_flows(emu, [(r.src, r.dst) for r in chosen], routes, duration)
+        cpu = cpu or seen          # the first round's, the largest
+        flows += measured
+    crossing = [r for r in routes.values() if set(r.directed_links()) & ends]
+    latency = None
+    for tunnelled in sorted(crossing, key=lambda r: (len(r.hops), r.src.ip, r.dst.ip)):
+        local = next((r for r in sorted(routes.values(), key=lambda r: (r.src.ip, r.dst.ip))
+                      if len(r.hops) == len(tunnelled.hops) and not set(r.directed_links()) & ends), None)
+        if local:
+            latency = {"switches": len(local.hops), "tunnelled_ms": round_trip_ms(emu, tunnelled),
+                       "local_ms": round_trip_ms(emu, local)}
+            break
+    covered = {end for f in flows for end in routes[f["src"], f["dst"]].directed_links()} & ends
+    ratios = [f["ratio"] for f in flows]
+    underlay = emu.underlay_errors()
+    return {"cut_links": len(cut), "directions": len(ends), "covered": len(covered), "flows": flows,
+            "min": min(ratios, default=None), "cpu": cpu, "latency": latency, "underlay_errors": underlay,
+            "pass": (bool(flows) and len(covered) == len(ends) and min(ratios) >= PARALLEL_MIN
+                     and not any(underlay.values()))}
+
+
 def passed(summary):
     return bool(not summary["reachability"]["failures"] and summary["single_flow"]["pass"]
-                and summary["parallel_flows"]["pass"])
+                and summary["parallel_flows"]["pass"] and summary.get("cut_links", {"pass": True})["pass"])
 
 
 def report(summary, emu):
@@ -116,4 +175,23 @@ def report(summary, emu):
         f"  {len(par['flows'])} parallel flows  min {par['min']:.2f}, median {par['median']:.2f} of "
         f"expected (need >= {PARALLEL_MIN})  {verdict[par['pass']]}",
         f"                    {describe(par['cpu'])}",
-    ]
+    ] + cut_link_lines(summary.get("cut_links"), verdict)
+
+
+def cut_link_lines(cut, verdict):
+    if cut is None:
+        return []
+    lines = [f"  cut links         {cut['covered']}/{cut['directions']} directions of {cut['cut_links']} VXLAN links "
+             f"crossed by {len(cut['flows'])} flows, min {cut['min'] if cut['min'] is not None else 0:.2f} of expected "
+             f"(need >= {PARALLEL_MIN})  {verdict[cut['pass']]}"]
+    if cut["cpu"]:
+        lines.append(f"                    {describe(cut['cpu'])}")
+    lost = {k: v for k, v in cut["underlay_errors"].items() if v}
+    lines.append("                    underlay: " + (", ".join(f"{k} {v}" for k, v in lost.items()) if lost
+                                                      else "no VXLAN or UDP errors or drops"))
+    if cut["latency"] and None not in (cut["latency"]["tunnelled_ms"], cut["latency"]["local_ms"]):
+        lat = cut["latency"]
+        lines.append(f"                    round trip over {lat['switches']} switches: {lat['tunnelled_ms']:.3f} ms "
+                     f"through a tunnel, {lat['local_ms']:.3f} ms within a slot "
+                     f"({lat['tunnelled_ms'] - lat['local_ms']:+.3f} ms)")
+    return lines

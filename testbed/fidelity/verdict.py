@@ -53,10 +53,10 @@ class CpuMonitor:
         self.datapath = datapath or ("kernel" if ovs.kernel_datapath_loaded() else "user")
 
     def __enter__(self):
-        self.ovs_pid = ovs.vswitchd_pid()
+        self.ovs_pids = ovs.vswitchd_pids()
         self.ticks_per_s = os.sysconf("SC_CLK_TCK")
         self._cpus = cpu_ticks(_read_stat())
-        self._ovs = _process_ticks(self.ovs_pid)
+        self._ovs = sum(_process_ticks(pid) for pid in self.ovs_pids)
         self._wall = os.times().elapsed
         return self
 
@@ -70,7 +70,7 @@ class CpuMonitor:
         self.busiest_name = max(cores, key=lambda name: cores[name])
         self.busiest_core, self.softirq = cores[self.busiest_name]
         wall = max(1e-6, os.times().elapsed - self._wall)
-        self.ovs_cores = (_process_ticks(self.ovs_pid) - self._ovs) / self.ticks_per_s / wall
+        self.ovs_cores = (sum(_process_ticks(pid) for pid in self.ovs_pids) - self._ovs) / self.ticks_per_s / wall
 
     def result(self):
         return {"datapath": self.datapath, "ovs_vswitchd_cores": round(self.ovs_cores, 2),

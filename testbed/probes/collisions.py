@@ -93,7 +93,7 @@ class LinkCapture:
             self.procs.append(self.emu.spawn(
                 ["timeout", str(self.max_seconds), "tcpdump", "-i", point.intf, "-Q", point.direction, "-n", "-U",
                  "--immediate-mode", "-Z", "root", "-s", str(SNAPLEN), "-c", str(self.max_packets),
-                 "-w", str(self.folder / point.pcap), self.bpf],
+                 "-w", str(self.folder / point.pcap), self.bpf], switch=point.switch_port[0],
                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True))
         for proc in self.procs:   # tcpdump says "listening on ..." once its filter is attached
             line = proc.stderr.readline()

@@ -63,7 +63,7 @@ def one_round(emu, receiver, prober, senders, size, interval):
         probe_tx.send(start=start - 0.3)
         for client in clients:
             client.send(start=start)
-        with QueueSampler([bottleneck]) as queue, CpuMonitor() as cpu:
+        with QueueSampler([bottleneck], netns=emu.port_netns) as queue, CpuMonitor() as cpu:
             done = server.expect("done", duration + 60)["done"]
             expect_all([probe_tx], "sent", duration + 30)
             probe_rx.send(stop=True)

@@ -78,7 +78,7 @@ class Observation:
     def __init__(self, emu, folder, queue_ports=(), interval=0.005):
         self.topo = emu.topo
         self.capture = LinkCapture(emu, Path(folder), links=self.topo.directed_links())
-        self.sampler = QueueSampler(queue_ports, interval)
+        self.sampler = QueueSampler(queue_ports, interval, netns=emu.port_netns)
 
     def __enter__(self):
         self.capture.__enter__()

@@ -1,5 +1,6 @@
-"""The egress FIFOs of interfaces in the root namespace (switch ports), sampled over time."""
+"""The egress FIFOs of switch ports, sampled over time."""
 import bisect
+import contextlib
 import threading
 import time
 
@@ -11,18 +12,30 @@ class QueueSampler:
     packets, bytes, drops since the start)], one every `interval` s (one netlink dump of every
     qdisc per sample, however many interfaces)."""
 
-    def __init__(self, ifnames, interval=0.002):
+    def __init__(self, ifnames, interval=0.002, netns=lambda ifname: None):
+        """netns(ifname): a pid in the interface's namespace, None for the root namespace
+        (Emulation.port_netns)."""
         self.ifnames, self.interval = list(ifnames), interval
+        self.groups = {}
+        for name in self.ifnames:
+            self.groups.setdefault(netns(name), []).append(name)
         self.samples = {name: [] for name in self.ifnames}
         self._done = threading.Event()
 
     def _poll(self):
-        with shaping.netlink() as ipr:
-            first = shaping.queue_stats_all(ipr, self.ifnames)
+        with contextlib.ExitStack() as stack:
+            sockets = {pid: stack.enter_context(shaping.netlink(pid)) for pid in self.groups}
+            first = self._stats(sockets)
             while not self._done.wait(self.interval):
-                now, stats = time.time(), shaping.queue_stats_all(ipr, self.ifnames)
+                now, stats = time.time(), self._stats(sockets)
                 for name, s in stats.items():
                     self.samples[name].append((now, s["qlen"], s["backlog"], s["drops"] - first[name]["drops"]))
+
+    def _stats(self, sockets):
+        out = {}
+        for pid, names in self.groups.items():
+            out.update(shaping.queue_stats_all(sockets[pid], names))
+        return out
 
     def __enter__(self):
         self._thread = threading.Thread(target=self._poll, daemon=True)

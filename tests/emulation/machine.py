@@ -1,5 +1,6 @@
 """Looking at the machine: what of the testbed is on it."""
 import os
+import tempfile
 from pathlib import Path
 
 from testbed.emulation import ovs, runrecord
@@ -10,6 +11,7 @@ def leftovers():
     found = [str(p) for p in runrecord.STATE_DIR.glob("*.json")] if runrecord.STATE_DIR.exists() else []
     found += list(runrecord.tagged_bridges())
     found += [n for n in os.listdir("/sys/class/net") if n.startswith("tb") and n[2:3].isdigit()]
+    found += [str(p) for p in Path(tempfile.gettempdir()).glob("tbslot*")]     # slots' sockets (emulation.slots)
     return found
 
 
