@@ -40,3 +40,18 @@ def test_report_tells_the_run_on_its_own(tmp_path):
     assert "- emulator was not the bottleneck" in text and "- fabric check PASS" in text
     assert "| algorithm | size | busbw_over_link |" in text and "(10 more rows in `allreduce.csv`)" in text
     assert "![sub/busbw.png](sub/busbw.png)" in text
+
+
+def test_a_split_run_reports_its_slots(tmp_path):
+    from types import SimpleNamespace
+
+    from testbed.report import markdown
+    from testbed.report.folder import RunFolder
+    from testbed.topology import BiGraph
+
+    folder = RunFolder(tmp_path).create()
+    plan = SimpleNamespace(fabrics=[BiGraph(2, 8)], mtu=9000)
+    text = markdown.write(folder, "fabric_check", ["--slots", "2"], "complete", plan, {"slots": 2},
+                          "user", "3.1", "").read_text()
+    assert "split into 2 slot(s) (switches+hosts: 4+8, 4+8), 8 link(s) cut of 16" in text
+    assert "underlay of MTU 9050" in text

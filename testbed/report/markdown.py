@@ -11,6 +11,7 @@ import time
 from importlib import metadata
 
 from testbed.emulation.ovs import datapath_name
+from testbed.topology.slots import partition
 
 MAX_ROWS = 30        # a longer CSV table is shown in part; the file has it all
 PACKAGES = ("os-ken", "numpy", "scapy", "pyroute2", "mininet")
@@ -90,10 +91,19 @@ def render(scenario, argv, status, fabrics, options, datapath, versions, transcr
     return "\n".join(out)
 
 
+def split(topo, count, mtu):
+    """How a fabric run with --slots was split (each run folder's slots.json has it in full)."""
+    if count <= 1:
+        return ""
+    part = partition(topo, count)
+    return (f"; split into {part.describe()}, VXLAN over a veth underlay of MTU {part.underlay_mtu(mtu)} "
+            "on this machine (slots.json)")
+
+
 def write(folder, scenario, argv, status, plan, options, datapath, ovs_version, transcript):
     """Write report.md into the run folder, from its files as they are now."""
     files = sorted(p for p in folder.path.rglob("*") if p.is_file() and p.name != "report.md")
-    fabrics = [f"{t.describe()}, MTU {plan.mtu}" for t in plan.fabrics]
+    fabrics = [f"{t.describe()}, MTU {plan.mtu}" + split(t, options.get("slots", 1), plan.mtu) for t in plan.fabrics]
     fabrics += [f"{t.describe()} (modelled, not emulated)" for t in getattr(plan, "modelled", ())]
     text = render(scenario, argv, status, fabrics, options, datapath, versions(ovs_version), transcript,
                   folder.path, files)
