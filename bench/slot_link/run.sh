@@ -80,7 +80,8 @@ for k in 1 2; do echo "slot $k:"; ovs-vsctl --db=unix:$S/$k/db.sock --columns=ta
 ip netns exec tbspikeha ping -c 3 -W 2 -M do -s 8972 10.0.0.2 | tail -2
 ip netns exec tbspikeha ping -q -c 50 -i 0.05 -W 2 10.0.0.2 | tail -1
 ip netns exec tbspikeha ping -c 1 -W 2 -M do -s 8973 10.0.0.2 | tail -2
-ip netns exec tbspikehb iperf3 -s -1 -D -p 5201
+ip netns exec tbspikehb iperf3 -s -1 -p 5201 > /dev/null 2>&1 &
+PIDS+=($!)   # not -D: a daemon would escape the cleanup when no client comes
 sleep 1
 ip netns exec tbspikeha iperf3 -c 10.0.0.2 -t 6 -p 5201 -J > $S/iperf.json
 python3 -c "import json;d=json.load(open('$S/iperf.json'));r=d['end']['sum_received']['bits_per_second']/1e6;print(f'iperf3 over the cut link: {r:.1f} Mbit/s of $RATE, {r/$RATE/((9000-52)/(9000+14)):.3f} of the TCP ceiling')"
