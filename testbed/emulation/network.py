@@ -233,19 +233,16 @@ class Emulation:
 
     def _start_slots(self):
         """Each slot's namespace and daemons, and the relay to the controller (emulation.slots)."""
+        quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
         for k in range(self.partition.count):
             directory = slots.make_directory()
             self.record.add(directories=[directory])
             holder = slots.SlotHolder(f"slot{k}", record=self.record)
             slot = slots.Slot(k, holder, directory)
             self.slots.append(slot)
-
-            def spawn(args, env, holder=holder):
-                proc = holder.popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-                self.record.add(pids=[proc.pid])
-                return proc
-            relay = slot.start(spawn, self.controller.port)
-            self.record.add(pids=[self.spawn(relay, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).pid])
+            inside = self.partition.switches(k)[0]      # spawn() runs a process where a switch's ports are
+            slot.start(lambda args, env, inside=inside: self.spawn(args, switch=inside, env=env, **quiet))
+            self.spawn(slot.relay(self.controller.port), **quiet)
             ovs.slot_vswitchds.append(slot.vswitchd.pid)
             for name in self.partition.switches(k):
                 ovs.slot_bridges[name] = slot.mgmt(name)
@@ -346,7 +343,7 @@ class Emulation:
         ports = self._switch_ports_by_namespace()
         for slot in self.slots:
             self._size_send_buffer(slot.vswitchd.pid, ports.get(slot.pid, []), self.partition.hosts(slot.index),
-                                   _raise_unrecorded)
+                                   sendbuffer.raise_to)     # nothing to put back: the daemon ends with the run
 
     def _size_send_buffer(self, pid, ports, hosts, raise_buffer):
         need = sendbuffer.needed([link.queue for _, link in ports], self.mtu)
@@ -471,13 +468,10 @@ class Emulation:
         """{what: count} of what a split fabric's tunnels lost so far: the VXLAN devices' errors and
         drops, and UDP receive-buffer and checksum errors in the slots (all must stay 0)."""
         out = {"vxlan_errors": 0, "vxlan_dropped": 0, "udp_rcvbuf_errors": 0, "udp_in_errors": 0}
-        ends = {}
-        for c in self.partition.cut_links() if self.partition else []:
-            for node, port in c.link.ends():
-                ends.setdefault(self._netns_of_switch(node), []).append(interface(node, port))
-        for pid, names in ends.items():
+        cut = {c.link for c in self.partition.cut_links()} if self.partition else set()
+        for pid, ports in self._switch_ports_by_namespace().items():
             with shaping.netlink(pid) as ipr:
-                for name in names:
+                for name in [intf for intf, link in ports if link in cut]:
                     stats = shaping.counters(ipr, name)
                     out["vxlan_errors"] += stats["rx_errors"] + stats["tx_errors"]
                     out["vxlan_dropped"] += stats["rx_dropped"] + stats["tx_dropped"]
@@ -496,13 +490,3 @@ class Emulation:
         """testbed.programs.<module> inside host (see emulation.programs)."""
         return Program(name or f"{module} on {host}", self.spawn(argv(module, *args), host, **POPEN), inbox)
 
-
-def _raise_unrecorded(pid, size):
-    """Raise a slot's ovs-vswitchd send buffer (nothing to put back: the daemon ends with the run)."""
-    fd = sendbuffer.send_socket_fd(pid)
-    if fd is None:
-        return False
-    with sendbuffer.SendBuffer(pid, fd) as buf:
-        if buf.size < size:
-            buf.set(size)
-    return True

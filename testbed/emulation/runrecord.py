@@ -141,15 +141,10 @@ class RunRecord:
     def raise_send_buffer(self, pid, size):
         """Raise ovs-vswitchd's send buffer to at least size bytes (see sendbuffer), writing
         down the old size first; sweep() puts it back. Returns False if OVS has no send socket."""
-        fd = sendbuffer.send_socket_fd(pid)
-        if fd is None:
-            return False
-        with sendbuffer.SendBuffer(pid, fd) as buf:
-            self.data["send_buffer"] = [pid, start_time(pid), fd, buf.size]
+        def note(fd, old):
+            self.data["send_buffer"] = [pid, start_time(pid), fd, old]
             self.save()
-            if buf.size < size:
-                buf.set(size)
-        return True
+        return sendbuffer.raise_to(pid, size, note)
 
     def pin(self, pid, cpus):
         """Pin every thread of process pid to cpus (see placement), writing down their affinities

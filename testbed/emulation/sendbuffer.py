@@ -54,6 +54,19 @@ def send_socket_fd(pid):
     return None
 
 
+def raise_to(pid, size, note=lambda fd, old: None):
+    """Raise process pid's send buffer to at least size bytes, calling note(fd, old size) first.
+    Returns False if pid has no send socket yet."""
+    fd = send_socket_fd(pid)
+    if fd is None:
+        return False
+    with SendBuffer(pid, fd) as buf:
+        note(fd, buf.size)
+        if buf.size < size:
+            buf.set(size)
+    return True
+
+
 class SendBuffer:
     """with SendBuffer(pid, fd) as buf: process pid's socket fd, duplicated into this process, to
     read (buf.size) and set (buf.set) its send buffer."""

@@ -11,7 +11,6 @@ hosts stay in their own namespaces, cabled to their slot's switches.
   Shaping, counters and link failures treat it as any other switch port.
 - Every process a slot runs is on the run record; the namespace goes with its last process.
 """
-import shutil
 import subprocess
 import tempfile
 import time
@@ -63,9 +62,9 @@ class Slot:
     def mgmt(self, bridge):
         return f"unix:{self.dir / (bridge + '.mgmt')}"
 
-    def start(self, spawn, controller_port):
-        """ovsdb-server, ovs-vswitchd and the controller relay; spawn(args, env=...) starts a
-        process inside the slot's namespace and records it."""
+    def start(self, spawn):
+        """ovsdb-server and ovs-vswitchd; spawn(args, env) starts a process inside the slot's
+        namespace and records it."""
         env = {"OVS_RUNDIR": str(self.dir), "OVS_LOGDIR": str(self.dir), "OVS_DBDIR": str(self.dir),
                "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
         created = subprocess.run(["ovsdb-tool", "create", str(self.dir / "conf.db"), str(SCHEMA)],
@@ -80,6 +79,10 @@ class Slot:
         self.vswitchd = spawn(["ovs-vswitchd", f"unix:{self.db}", f"--unixctl={self.dir / 'vswitchd.ctl'}",
                                f"--log-file={self.dir / 'vswitchd.log'}"], env)
         self._wait_for(self.dir / "vswitchd.ctl", "ovs-vswitchd")
+
+    def relay(self, controller_port):
+        """The command, run in the root namespace, that carries the slot's switches' controller
+        connections from its unix socket to the controller on the loopback."""
         return ["socat", f"UNIX-LISTEN:{self.controller_socket},fork", f"TCP:{LOOPBACK}:{controller_port}"]
 
     def _wait_for(self, path, what, timeout=10.0):
@@ -111,10 +114,6 @@ class SlotHolder(Node):
 def make_directory():
     """A short path for a slot's sockets (a unix socket path has 108 bytes at most)."""
     return tempfile.mkdtemp(prefix="tbslot")
-
-
-def remove_directory(path):
-    shutil.rmtree(path, ignore_errors=True)
 
 
 def join(slots, cut_links, mtu):

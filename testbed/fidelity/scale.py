@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from testbed import routing
 from testbed.fidelity.fabric_check import spread_pairs
 from testbed.topology import BiGraph
-from testbed.topology.slots import attachments, partition
+from testbed.topology.slots import attachments, max_slots, partition
 
 ENDPOINTS_PER_CORE = 32
 CALIBRATION_TOPOLOGY = BiGraph(2, 8)   # what fidelity.calibrate measures: its 16 spread flows
@@ -66,16 +66,6 @@ class Plan:
 
     def to_dict(self):
         return dict(self.__dict__)
-
-
-def max_slots(topo):
-    """The most slots topo splits into (topology.slots' rules)."""
-    from testbed.topology import HPN7
-    if isinstance(topo, BiGraph):
-        return topo.half
-    if isinstance(topo, HPN7):
-        return len({(topo.segment_of(h), h.rail) for h in topo.hosts.values()})
-    return len(topo.switches)
 
 
 def plan(topo, slot_capacity, machine_cores):

@@ -86,13 +86,27 @@ def partition(topo, slots):
     return Partition(topo, _metis(topo, slots))
 
 
+def max_slots(topo):
+    """The most slots topo splits into: BiGraph's Upper-Lower pairs, HPN 7.0's (segment, rail)
+    units, or any other fabric's groups of switches that share a host."""
+    if isinstance(topo, BiGraph):
+        return topo.half
+    if isinstance(topo, HPN7):
+        return len(_hpn7_units(topo))
+    return len(_switch_groups(topo))
+
+
+def _hpn7_units(topo):
+    return sorted({(topo.segment_of(h), h.rail) for h in topo.hosts.values()})
+
+
 def _in_blocks(index, items, slots):
     """Item `index` of `items` in `slots` contiguous blocks whose sizes differ by one at most."""
     return index * slots // items
 
 
 def _bigraph(topo, slots):
-    half = topo.half
+    half = max_slots(topo)
     if slots > half:
         raise TestbedError(f"{topo.name} has {half} Upper-Lower switch pairs, one slot each at most: "
                            f"use --slots {half} or fewer")
@@ -101,7 +115,7 @@ def _bigraph(topo, slots):
 
 
 def _hpn7(topo, slots):
-    units = sorted({(topo.segment_of(h), h.rail) for h in topo.hosts.values()})
+    units = _hpn7_units(topo)
     if slots > len(units):
         raise TestbedError(f"{topo.name} has {len(units)} (segment, rail) units, one slot each at most: "
                            f"use --slots {len(units)} or fewer")
