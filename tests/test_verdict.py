@@ -68,3 +68,26 @@ def test_ovs_vswitchd_polling_near_a_core_is_no_verdict_by_itself(spans, monkeyp
 def test_a_saturated_machine_is_the_bottleneck_on_either_datapath(spans):
     for datapath in ("user", "kernel"):
         assert spans(datapath, [(94, 0), (94, 0)])["emulator_bottleneck"]
+
+
+def test_a_split_fabric_is_judged_per_slot_naming_the_core_each_daemon_ran_on(monkeypatch):
+    zero = "\n".join(f"cpu{n} 0 0 0 0 0 0 0 0" for n in ["", 0, 1])
+    texts = iter([zero, stat([(100, 40), (30, 5)])])
+    ticks = {7: 0, 8: 0}
+    monkeypatch.setattr(verdict, "_read_stat", lambda: next(texts))
+    monkeypatch.setattr(verdict, "_process_ticks", ticks.get)
+    monkeypatch.setattr(verdict, "_process_core", {7: "cpu0", 8: "cpu1"}.get)
+    monkeypatch.setattr(verdict.ovs, "vswitchd_pids", lambda: [7, 8])
+    monkeypatch.setattr(verdict.ovs, "slot_vswitchds", [7, 8])
+    monkeypatch.setattr(verdict.os, "sysconf", lambda name: 100)
+    monkeypatch.setattr(verdict.os, "times", iter([type("T", (), {"elapsed": t}) for t in (0.0, 1.0)]).__next__)
+    with verdict.CpuMonitor("user") as cpu:
+        ticks.update({7: 45, 8: 20})
+    result = cpu.result()
+    assert result["ovs_vswitchd_cores"] == 0.65 and result["slots"] == [
+        {"slot": 0, "ovs_vswitchd_cores": 0.45, "core": "cpu0", "core_busy": 1.0, "core_softirq": 0.4},
+        {"slot": 1, "ovs_vswitchd_cores": 0.2, "core": "cpu1", "core_busy": 0.3, "core_softirq": 0.05}]
+    said = verdict.describe(result)
+    assert "slot 0: ovs-vswitchd 0.45 cores on cpu0 (100% busy, 40% softirq)" in said
+    assert "slot 1: ovs-vswitchd 0.20 cores on cpu1 (30% busy, 5% softirq)" in said
+    assert "(per slot at most 0.45/0.20)" in verdict.describe_all([result], str)

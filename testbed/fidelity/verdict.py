@@ -11,6 +11,10 @@ runs that delivered 0.99 and 76-85% in runs that failed. There the verdict's oth
 the offered load is refused above this machine's calibration (fidelity.capacity) and a
 collective's time is judged against its model (fidelity.model); the counters are reported, the
 busiest core by name, and a machine busy on every core (hosts starved) is still the bottleneck.
+
+A fabric split into slots (emulation.slots) is judged per slot too: each slot's ovs-vswitchd, the
+core it ran on last and that core's load and softirq, so a row names the slot whose daemon sat on
+the busiest core. Slots on one machine share its cores, so the machine's rule is every slot's rule.
 """
 import os
 from pathlib import Path
@@ -37,12 +41,23 @@ def cpu_ticks(stat):
     return ticks
 
 
-def _process_ticks(pid):
+def _process_fields(pid):
+    """/proc/<pid>/stat's fields after the command name (state first), or None when it is gone."""
     try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return int(fields[11]) + int(fields[12])
-    except (OSError, IndexError, TypeError):
-        return 0
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+
+
+def _process_ticks(pid):
+    fields = _process_fields(pid)
+    return int(fields[11]) + int(fields[12]) if fields else 0
+
+
+def _process_core(pid):
+    """The core a process last ran on, as /proc/stat names it (cpu0...), or None."""
+    fields = _process_fields(pid)
+    return f"cpu{fields[36]}" if fields else None
 
 
 class CpuMonitor:
@@ -54,6 +69,8 @@ class CpuMonitor:
 
     def __enter__(self):
         self.ovs_pids = ovs.vswitchd_pids()
+        self.slot_pids = list(ovs.slot_vswitchds)
+        self._slots = [_process_ticks(pid) for pid in self.slot_pids]
         self.ticks_per_s = os.sysconf("SC_CLK_TCK")
         self._cpus = cpu_ticks(_read_stat())
         self._ovs = sum(_process_ticks(pid) for pid in self.ovs_pids)
@@ -71,13 +88,21 @@ class CpuMonitor:
         self.busiest_core, self.softirq = cores[self.busiest_name]
         wall = max(1e-6, os.times().elapsed - self._wall)
         self.ovs_cores = (sum(_process_ticks(pid) for pid in self.ovs_pids) - self._ovs) / self.ticks_per_s / wall
+        self.slots = []
+        for index, (pid, before) in enumerate(zip(self.slot_pids, self._slots)):
+            core = _process_core(pid)
+            busy, softirq = cores.get(core, (0.0, 0.0))
+            used = (_process_ticks(pid) - before) / self.ticks_per_s / wall
+            self.slots.append({"slot": index, "ovs_vswitchd_cores": round(used, 2), "core": core,
+                               "core_busy": round(busy, 2), "core_softirq": round(softirq, 2)})
 
     def result(self):
         return {"datapath": self.datapath, "ovs_vswitchd_cores": round(self.ovs_cores, 2),
                 "busiest_core": round(self.busiest_core, 2), "busiest_core_name": self.busiest_name,
                 "busiest_core_softirq": round(self.softirq, 2), "machine_busy": round(self.machine_busy, 2),
                 "emulator_bottleneck": ((self.datapath == "kernel" and self.busiest_core >= CORE_SATURATED)
-                                        or self.machine_busy >= MACHINE_SATURATED)}
+                                        or self.machine_busy >= MACHINE_SATURATED),
+                **({"slots": self.slots} if self.slots else {})}
 
 
 def flag(result):
@@ -100,7 +125,13 @@ def describe(result):
         where = f"kernel datapath: {where}"
     else:
         where += f"; ovs-vswitchd {result['ovs_vswitchd_cores']:.2f} cores"
-    return f"emulator {verdict} ({where}, machine {result['machine_busy']:.0%} busy)"
+    return f"emulator {verdict} ({where}, machine {result['machine_busy']:.0%} busy{_slots(result)})"
+
+
+def _slots(result):
+    """Each slot's daemon: its cores, and the core it ran on with that core's load."""
+    return "".join(f"; slot {s['slot']}: ovs-vswitchd {s['ovs_vswitchd_cores']:.2f} cores on {s['core']} "
+                   f"({s['core_busy']:.0%} busy, {s['core_softirq']:.0%} softirq)" for s in result.get("slots", []))
 
 
 def _peak(results):
@@ -109,7 +140,13 @@ def _peak(results):
             + (f" ({busiest['busiest_core_name']})" if busiest.get("busiest_core_name") else ""))
     if any(r.get("datapath") == "kernel" for r in results):
         return f"kernel datapath, {said}"
-    return f"{said}, ovs-vswitchd at most {max((r['ovs_vswitchd_cores'] for r in results), default=0.0):.2f} cores"
+    said += f", ovs-vswitchd at most {max((r['ovs_vswitchd_cores'] for r in results), default=0.0):.2f} cores"
+    slots = max((len(r.get("slots", [])) for r in results), default=0)
+    if slots:
+        said += " (per slot at most " + "/".join(
+            f"{max(r['slots'][k]['ovs_vswitchd_cores'] for r in results if len(r.get('slots', [])) > k):.2f}"
+            for k in range(slots)) + ")"
+    return said
 
 
 def describe_all(results, label):

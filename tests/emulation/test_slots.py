@@ -40,6 +40,14 @@ def test_the_split_fabric_keeps_what_one_slot_measures(split):
     assert sweep.ratio("hdrm", "hd", LARGE) >= 1.3, (sweep.get("hdrm", LARGE), sweep.get("hd", LARGE))
 
 
+def test_each_row_is_judged_per_slot(split):
+    sweep, daemons = split
+    for cell in sweep:
+        slots = cell.row["slots"]
+        assert [s["slot"] for s in slots] == [0, 1], cell.row
+        assert all(s["core"].startswith("cpu") and s["ovs_vswitchd_cores"] > 0 for s in slots), slots
+
+
 def test_slot_daemons_and_namespaces_go_with_the_run(split):
     _, daemons = split
     assert daemons and not [pid for pid, started in daemons if runrecord.running(pid, started)]
