@@ -1,0 +1,159 @@
+"""The machines of a run, started, supervised and collected by Dask distributed.
+
+Without a `scheduler` in the machines file, Dask's SSHCluster starts a scheduler on the head and
+one worker per machine over ssh (the project at the same path on each, run by its venv's Python);
+with one, the workers already attached to it, named as the machines, are used. Work for a machine
+is a task pinned to its worker. The head renews a lease on every worker each half second and
+watches that each worker is still there: a machine lost mid-run ends the run at once (MachineLost),
+a head lost leaves the workers to end what the run made there (emulation.remote.Reaper) within
+LEASE seconds, and a worker that loses its scheduler closes within DEATH_TIMEOUT and does the same.
+"""
+import contextlib
+import sys
+import threading
+import time
+
+from testbed.emulation import remote
+from testbed.errors import RunFailure, TestbedError
+
+JOIN_TIMEOUT = 60.0     # s for every machine's worker to join
+DEATH_TIMEOUT = 10      # s a worker outlives its scheduler
+WATCH = 0.5             # s between the head's looks at its workers
+
+
+class MachineLost(RunFailure):
+    pass
+
+
+class Engine:
+    """with Engine(machines) as engine: engine.call("vm1", fn, *args)"""
+
+    def __init__(self, machines, log=print, join_timeout=JOIN_TIMEOUT):
+        self.machines, self.log, self.join_timeout = machines, log, join_timeout
+        self.client = self.cluster = None
+        self.workers, self.lost = {}, None
+        self._stop = threading.Event()
+
+    def __enter__(self):
+        try:
+            started = time.monotonic()
+            self._connect()
+            self.workers = self._join()
+            self.client.register_plugin(remote.Reaper(), name=remote.Reaper.name)
+            threading.Thread(target=self._watch, daemon=True).start()
+            self.log(f"machines: {len(self.workers)} Dask workers joined in {time.monotonic() - started:.1f} s "
+                     f"({self.describe()})")
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def describe(self):
+        return ", ".join(f"{m.name} at {m.underlay}, {m.slots} slot{'s' * (m.slots > 1)}"
+                         for m in self.machines.machines)
+
+    # --- the cluster ----------------------------------------------------------------------
+    def _connect(self):
+        from distributed import Client, SSHCluster
+        ms = self.machines
+        if ms.scheduler:
+            try:
+                self.client = Client(ms.scheduler, timeout=f"{self.join_timeout}s")
+            except (OSError, TimeoutError) as e:
+                raise TestbedError(f"the Dask scheduler at {ms.scheduler} did not answer ({e}): start it "
+                                   "('dask scheduler') or leave scheduler out to start one over ssh") from None
+            return
+        targets = [(None, ms.head)] + [m.ssh_user_host for m in ms.machines]
+        try:
+            self.cluster = SSHCluster(
+                [host for _, host in targets],
+                connect_options=[{"username": user} if user else {} for user, _ in targets],
+                worker_options={"nthreads": 4, "death_timeout": DEATH_TIMEOUT},
+                scheduler_options={"port": 0, "dashboard_address": None, "worker_ttl": f"{DEATH_TIMEOUT}s"},
+                worker_class="distributed.Worker", remote_python=sys.executable)
+            self.client = Client(self.cluster, timeout=f"{self.join_timeout}s")
+        except Exception as e:   # asyncssh's and SSHCluster's own errors
+            raise TestbedError(f"Dask's SSHCluster could not start its workers ({type(e).__name__}: {e}): check "
+                               "that 'ssh TARGET true' works as root without a password for the head and every "
+                               "machine, and that the project is at the same path on each") from None
+
+    def _join(self):
+        """{machine name: worker address}, once every machine's worker is there."""
+        deadline = time.monotonic() + self.join_timeout
+        while True:
+            found = self._match(self.client.scheduler_info(n_workers=-1)["workers"])
+            missing = [m.name for m in self.machines.machines if m.name not in found]
+            if not missing:
+                return found
+            if time.monotonic() > deadline:
+                raise TestbedError(f"machine {', '.join(missing)} did not join the Dask cluster within "
+                                   f"{self.join_timeout:.0f} s: start its worker (named as the machine) or check "
+                                   "that it is reachable")
+            time.sleep(0.2)
+
+    def _match(self, workers):
+        """A machine's worker: by name with a scheduler of the user's, by host with SSHCluster's."""
+        found = {}
+        for address, info in workers.items():
+            for m in self.machines.machines:
+                if (self.machines.scheduler and str(info.get("name")) == m.name) or \
+                        (not self.machines.scheduler and info.get("host") in (m.ssh_user_host[1], m.underlay)):
+                    found.setdefault(m.name, address)
+        return found
+
+    def _watch(self):
+        while not self._stop.wait(WATCH):
+            try:
+                present = self.client.scheduler_info(n_workers=-1)["workers"]
+                gone = [name for name, address in self.workers.items() if address not in present]
+                if gone:
+                    self.lost = gone[0]
+                    return
+                self.client.run(remote.renew, workers=list(self.workers.values()), on_error="ignore")
+            except Exception:
+                if self._stop.is_set():
+                    return
+                self.lost = self.lost or "the scheduler"
+
+    def close(self):
+        self._stop.set()
+        if self.client is not None:
+            with contextlib.suppress(Exception):
+                self.client.unregister_worker_plugin(remote.Reaper.name)
+            with contextlib.suppress(Exception):
+                self.client.close(timeout=5)
+        if self.cluster is not None:
+            with contextlib.suppress(Exception):
+                self.cluster.close(timeout=10)
+        self.client = self.cluster = None
+
+    # --- work -----------------------------------------------------------------------------
+    def check(self):
+        if self.lost:
+            raise MachineLost(f"machine {self.lost} was lost mid-run: the run ended and every machine "
+                              "ends what it made within seconds")
+
+    def together(self, calls, timeout=60.0):
+        """Results of [(machine name, fn, *args)], run at once, each on its machine's worker."""
+        futures = [self.client.submit(fn, *args, workers=[self.workers[name]], allow_other_workers=False, pure=False)
+                   for name, fn, *args in calls]
+        deadline = time.monotonic() + timeout
+        try:
+            while not all(f.done() for f in futures):
+                self.check()
+                if time.monotonic() > deadline:
+                    late = [name for (name, *_), f in zip(calls, futures) if not f.done()]
+                    raise RunFailure(f"machine {', '.join(late)} did not answer within {timeout:.0f} s")
+                time.sleep(0.1)
+            self.check()
+            return [f.result() for f in futures]
+        finally:
+            for f in futures:
+                f.cancel()
+
+    def call(self, name, fn, *args, timeout=60.0):
+        """fn(*args) on machine `name`'s worker."""
+        return self.together([(name, fn, *args)], timeout)[0]

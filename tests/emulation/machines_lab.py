@@ -1,0 +1,101 @@
+"""Machines on this one machine, for the tests of runs across machines (--machines): each machine a
+network namespace on a Linux bridge (the underlay, this machine its head at .254), a Dask scheduler
+here and a Dask worker inside each machine's namespace, named as the machine."""
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from testbed.emulation.programs import free_port
+
+BRIDGE, PREFIX, NET = "tbmlab", "tbmlab-", "10.253.7"
+HEAD = f"{NET}.254"
+
+
+def _ip(*args, ns=None):
+    subprocess.run(["ip", *(["-n", ns] if ns else []), *args], check=True, capture_output=True)
+
+
+class Lab:
+    """with Lab(["a", "b"], mtu=9100) as lab: lab.machines_file(path, slots=1); lab.kill("b")"""
+
+    def __init__(self, names, mtu=9100):
+        self.names, self.mtu = list(names), mtu
+        self.port, self.procs = free_port(), {}
+
+    def address(self, name):
+        return f"{NET}.{self.names.index(name) + 1}"
+
+    def __enter__(self):
+        try:
+            _ip("link", "add", BRIDGE, "mtu", str(self.mtu), "type", "bridge")
+            _ip("addr", "add", f"{HEAD}/24", "dev", BRIDGE)
+            _ip("link", "set", BRIDGE, "up")
+            for name in self.names:
+                ns, port = PREFIX + name, PREFIX + name
+                _ip("netns", "add", ns)
+                _ip("link", "add", port, "mtu", str(self.mtu), "type", "veth", "peer", "name", "eth0", "netns", ns)
+                _ip("link", "set", port, "master", BRIDGE, "up")
+                _ip("addr", "add", f"{self.address(name)}/24", "dev", "eth0", ns=ns)
+                _ip("link", "set", "eth0", "mtu", str(self.mtu), "up", ns=ns)
+                _ip("link", "set", "lo", "up", ns=ns)
+            quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, "cwd": Path(__file__).parents[2]}
+            self.procs["scheduler"] = subprocess.Popen(
+                [sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", HEAD, "--port", str(self.port),
+                 "--no-dashboard"], **quiet)
+            for name in self.names:
+                self.procs[name] = subprocess.Popen(
+                    ["ip", "netns", "exec", PREFIX + name, sys.executable, "-m", "distributed.cli.dask_worker",
+                     self.scheduler, "--name", name, "--nthreads", "4", "--no-nanny", "--no-dashboard",
+                     "--death-timeout", "10"], **quiet)
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    @property
+    def scheduler(self):
+        return f"tcp://{HEAD}:{self.port}"
+
+    def machines_file(self, path, slots=1):
+        lines = [f'head = "{HEAD}"', f'scheduler = "{self.scheduler}"']
+        for name in self.names:
+            lines += ["[[machine]]", f'name = "{name}"', f'underlay = "{self.address(name)}"', f"slots = {slots}"]
+        Path(path).write_text("\n".join(lines) + "\n")
+        return path
+
+    def kill(self, name):
+        """SIGKILL a machine's worker, as a machine that vanishes."""
+        self.procs[name].send_signal(signal.SIGKILL)
+        self.procs[name].wait()
+
+    def __exit__(self, *exc):
+        for proc in self.procs.values():
+            with contextlib.suppress(OSError):
+                proc.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + 10
+        for proc in self.procs.values():
+            try:
+                proc.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        for name in self.names:
+            for pid in _pids_in(PREFIX + name):       # anything a worker left in its machine
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+            subprocess.run(["ip", "netns", "del", PREFIX + name], capture_output=True)
+        subprocess.run(["ip", "link", "del", BRIDGE], capture_output=True)
+
+
+def _pids_in(ns):
+    out = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True)
+    return [int(p) for p in out.stdout.split()]
+
+
+def ours_in(names):
+    """Processes still in the lab machines' namespaces (their workers excluded by the caller)."""
+    return {name: _pids_in(PREFIX + name) for name in names}
