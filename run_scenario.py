@@ -25,7 +25,7 @@ if __name__ == "__main__":
 import argparse  # noqa: E402  (after the venv check: these need the venv's packages)
 
 from scenarios import DEFAULT, SCENARIOS  # noqa: E402
-from testbed.emulation import ovs, placement, preflight, runrecord, slots  # noqa: E402
+from testbed.emulation import across, machines, ovs, placement, preflight, runrecord, slots  # noqa: E402
 from testbed.emulation.explore import explore  # noqa: E402
 from testbed.errors import Interrupted, TestbedError  # noqa: E402
 from testbed.fidelity.calibrate import calibrate as measure_capacity  # noqa: E402
@@ -66,6 +66,9 @@ def parser():
                        help="split every fabric into this many slots, each forwarded by an ovs-vswitchd of its "
                             "own in a network namespace of its own, the links between them VXLAN tunnels "
                             "(docs/scale.md; default %(default)s)")
+        p.add_argument("--machines", metavar="FILE",
+                       help="run the fabric's slots across the machines FILE names, on Dask distributed, after "
+                            "a preflight of every machine and the underlay between them (docs/machines.md)")
     return top
 
 
@@ -114,6 +117,17 @@ def run(args, argv):
     module = SCENARIOS[args.scenario]
     placement.request(args.cpu_placement)   # before prepare(): the capacity checks depend on it
     slots.request(args.slots)
+    ms = args.machines and machines.load(args.machines)
+    if ms:
+        if not getattr(module, "ACROSS_MACHINES", False):
+            able = ", ".join(n for n, m in SCENARIOS.items() if getattr(m, "ACROSS_MACHINES", False))
+            raise TestbedError(f"{args.scenario} does not run across machines yet: run it on one machine "
+                               f"(--slots), or run {able} with --machines")
+        if args.slots > 1:
+            raise TestbedError("the machines file gives each machine its slots: drop --slots")
+        if args.cpu_placement == "pinned":
+            raise TestbedError("--cpu-placement pinned pins one ovs-vswitchd: with --machines use none")
+    across.request(ms or None)
     plan = module.prepare(args)             # every option checked; nothing built or written
     if args.cli and not plan.fabrics:
         raise TestbedError(f"{args.scenario} only models its fabrics: there is nothing to explore with --cli")
@@ -122,7 +136,8 @@ def run(args, argv):
     folder = RunFolder(check_writable(args.results or default_path(args.scenario)))
     datapath = None
     for topo in plan.fabrics:
-        datapath, _ = preflight.require_emulation(topo, plan.mtu)
+        datapath = preflight.require_machines(topo, plan.mtu, ms) if ms else \
+            preflight.require_emulation(topo, plan.mtu)[0]
     options = {k: v for k, v in vars(args).items()
                if k not in ("scenario", "list", "cleanup", "calibrate", "results", "cli")}
     status = "failed"

@@ -11,12 +11,13 @@ from scenarios.common import add_fabric_arguments, add_sweep_arguments, fabric, 
 from testbed import routing
 from testbed.collectives import sweep
 from testbed.emulation import ovs
-from testbed.emulation.network import Emulation
+from testbed.emulation.across import open_emulation
 from testbed.fidelity import fabric_check
 from testbed.fidelity.model import idle_step_us
 from testbed.report import figures
 
 NAME = "bigraph_allreduce"
+ACROSS_MACHINES = True     # --machines (emulation.across)
 HELP = "Ring (two orders), HD and HDRM allreduce on BiGraph over a message-size sweep (nccl-tests style)"
 ALGORITHMS = ("ring", "ring_topo", "hd", "hdrm")
 
@@ -61,7 +62,7 @@ def run(plan, results):
         results.append("allreduce.csv", row)
 
     with results.outcome("allreduce.json", about):
-        with Emulation(topo, routing.plan(topo), results.path, mtu=plan.mtu) as emu:
+        with open_emulation(topo, routing.plan(topo), results.path, mtu=plan.mtu) as emu:
             about["datapath"] = emu.datapath
             about["fidelity"] = check = fabric_check.check(emu)
             print("\n" + "\n".join(fabric_check.report(check, emu)))

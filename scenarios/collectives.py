@@ -14,13 +14,14 @@ from testbed import routing
 from testbed.collectives import sweep
 from testbed.collectives.placements import COLLECTIVE_VARIANTS
 from testbed.emulation import ovs
-from testbed.emulation.network import Emulation
+from testbed.emulation.across import open_emulation
 from testbed.errors import TestbedError
 from testbed.fidelity import fabric_check
 from testbed.fidelity.model import idle_step_us
 from testbed.report import figures
 
 NAME = "collectives"
+ACROSS_MACHINES = True     # --machines (emulation.across)
 HELP = "nccl-tests' suite (allreduce, allgather, reduce-scatter, alltoall, broadcast, send/recv) over a size sweep"
 COLLECTIVES = ("allreduce", "allgather", "reducescatter", "alltoall", "broadcast", "sendrecv")
 DEFAULTS = {"allreduce": "ring,hdrm", "allgather": "ring,rdrm", "reducescatter": "ring,rhrm",
@@ -91,7 +92,7 @@ def run(plan, results):
         results.append("collectives.csv", row)
 
     with results.outcome("collectives.json", about):
-        with Emulation(topo, routing.plan(topo), results.path, mtu=plan.mtu) as emu:
+        with open_emulation(topo, routing.plan(topo), results.path, mtu=plan.mtu) as emu:
             about["datapath"] = emu.datapath
             about["fidelity"] = check = fabric_check.check(emu)
             print("\n" + "\n".join(fabric_check.report(check, emu)))

@@ -3,11 +3,12 @@ from dataclasses import dataclass
 
 from scenarios.common import add_fabric_arguments, at_least, fabric
 from testbed import routing
-from testbed.emulation.network import Emulation
+from testbed.emulation.across import open_emulation
 from testbed.errors import TestbedError
 from testbed.fidelity import fabric_check
 
 NAME = "fabric_check"
+ACROSS_MACHINES = True     # --machines (emulation.across)
 HELP = "build a fabric, ping all pairs, measure one long TCP flow and parallel flows against the link rate"
 
 
@@ -40,7 +41,7 @@ def run(plan, results):
     topo = plan.topo
     about = {"scenario": NAME, "topology": topo.name, "rate_mbit": topo.rate, "mtu": plan.mtu}
     with results.outcome("summary.json", about), \
-            Emulation(topo, routing.plan(topo), results.path, mtu=plan.mtu) as emu:
+            open_emulation(topo, routing.plan(topo), results.path, mtu=plan.mtu) as emu:
         about["datapath"] = emu.datapath
         check = fabric_check.check(emu, plan.duration)
         about.update(check)

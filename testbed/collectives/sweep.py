@@ -10,7 +10,7 @@ from testbed.collectives.placements import place
 from testbed.collectives.schedules import rounds
 from testbed.errors import TestbedError
 from testbed.fidelity.model import judge, model_us
-from testbed.fidelity.verdict import CpuMonitor, describe_all
+from testbed.fidelity.verdict import describe_all
 from testbed.report import tables
 
 
@@ -91,7 +91,7 @@ def run_sweep(emu, placed, size_list, warmup, iters, progress=print, eager_limit
             for size in size_list:
                 timeout = 60 + 40 * size / link_bytes
                 drops = emu.switch_drops()
-                with CpuMonitor() as cpu:
+                with emu.cpu_monitor() as cpu:
                     times, wrong = coordinator.run(size // ELEMENT_BYTES, iterations_for(size, iters, link_bytes),
                                                    warmup, timeout=timeout)
                 drops = emu.switch_drops() - drops

@@ -14,8 +14,9 @@ from testbed.errors import TestbedError
 
 
 class Controller:
-    def __init__(self, plan, plan_file, topology_file, run_dir):
-        self.plan, self.plan_file, self.run_dir = plan, Path(plan_file), Path(run_dir)
+    def __init__(self, plan, plan_file, topology_file, run_dir, host=LOOPBACK):
+        """host: the address it listens on (a run across machines: the head's underlay address)."""
+        self.plan, self.plan_file, self.run_dir, self.host = plan, Path(plan_file), Path(run_dir), host
         self.topology_file = Path(topology_file)
         self.port, self.proc = free_port(), None
         self.log_path = self.run_dir / "controller.log"
@@ -25,26 +26,13 @@ class Controller:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "controllers", "--routing", str(self.plan_file),
              "--topology", str(self.topology_file),
-             "--ofp-listen-host", LOOPBACK, "--ofp-tcp-listen-port", str(self.port)],
+             "--ofp-listen-host", self.host, "--ofp-tcp-listen-port", str(self.port)],
             cwd=PROJECT, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         return self.proc.pid
 
     def wait_ready(self, bridges, timeout=60.0):
         """bridges: {bridge name: dpid}. Returns seconds waited; raises if not ready in time."""
-        waiting, start = dict(bridges), time.monotonic()
-        while waiting:
-            if self.proc.poll() is not None:
-                raise TestbedError(f"the controller exited with code {self.proc.returncode}: "
-                                   f"see {self.log_path}")
-            for bridge, dpid in list(waiting.items()):
-                if ovs.flow_count(bridge) == len(self.plan.rules.get(dpid, [])) + 1:
-                    del waiting[bridge]
-            if waiting and time.monotonic() - start > timeout:
-                raise TestbedError(f"switches {' '.join(sorted(waiting))} did not get their flows within "
-                                   f"{timeout:.0f} s: see {self.log_path}")
-            if waiting:
-                time.sleep(0.2)
-        return time.monotonic() - start
+        return wait_for_rules(self.plan, bridges, self, timeout)
 
     def stop(self):
         if self.proc and self.proc.poll() is None:
@@ -56,3 +44,23 @@ class Controller:
                 self.proc.wait()
         if self.proc:
             self._log.close()
+
+
+def wait_for_rules(plan, bridges, controller=None, timeout=60.0):
+    """Wait until every bridge ({name: dpid}, reached through ovs.target) holds the rules the plan
+    gives it plus the table-miss rule; seconds waited. controller: the local Controller, whose exit
+    ends the wait (None on a machine of a split run, whose controller runs on the head)."""
+    waiting, start = dict(bridges), time.monotonic()
+    where = f": see {controller.log_path}" if controller else " (the controller runs on the head)"
+    while waiting:
+        if controller and controller.proc.poll() is not None:
+            raise TestbedError(f"the controller exited with code {controller.proc.returncode}{where}")
+        for bridge, dpid in list(waiting.items()):
+            if ovs.flow_count(bridge) == len(plan.rules.get(dpid, [])) + 1:
+                del waiting[bridge]
+        if waiting and time.monotonic() - start > timeout:
+            raise TestbedError(f"switches {' '.join(sorted(waiting))} did not get their flows within "
+                               f"{timeout:.0f} s{where}")
+        if waiting:
+            time.sleep(0.2)
+    return time.monotonic() - start

@@ -21,10 +21,11 @@ from mininet.node import Host, OVSSwitch
 from mininet.util import errRun
 
 from testbed.emulation import ovs, placement, preflight, runrecord, sendbuffer, shaping, slots, txcompletion
-from testbed.emulation.controller import Controller
+from testbed.emulation.controller import Controller, wait_for_rules
 from testbed.emulation.programs import LOOPBACK, POPEN, Program, argv
 from testbed.emulation.watchdog import Watchdog
 from testbed.errors import Interrupted, TestbedError
+from testbed.fidelity.verdict import CpuMonitor
 from testbed.interrupts import interruptible, shielded
 from testbed.topology import interface
 from testbed.topology.slots import partition
@@ -133,18 +134,20 @@ class SlotSwitch(TestbedSwitch):
 
 class Emulation:
     def __init__(self, topo, routing, run_dir, mtu=DEFAULT_MTU, log=print, refuse_overload=True, cpu_placement=None,
-                 slot_count=None):
+                 slot_count=None, share=None):
         """routing: the RoutingPlan the controller installs. The topology and the plan are written
         into run_dir as topology.json and routing.json, so a result can be understood and replayed.
         refuse_overload=False lets a benchmark offer more than the emulator carries faithfully.
         cpu_placement: auto, pinned or none (emulation.placement; None: the run's --cpu-placement).
         slot_count: how many slots (ovs-vswitchd each) to split the fabric into (emulation.slots; None:
-        the run's --slots)."""
+        the run's --slots). share: build only these slots of a fabric split across machines
+        (emulation.part; the controller runs on the head)."""
         self.topo, self.routing, self.run_dir, self.mtu, self.log = topo, routing, Path(run_dir), mtu, log
         self.refuse_overload, self.cpu_requested = refuse_overload, cpu_placement
         slot_count = slot_count or slots.requested
         self.partition = partition(topo, slot_count) if slot_count > 1 else None
-        self.slots = []
+        self.share = share
+        self.slots = []     # by slot index; None for a slot built on another machine
         self.net = self.controller = self.record = self.watchdog = None
         self.datapath = self.cpu_placement = None
         self._signals = interruptible()
@@ -152,9 +155,9 @@ class Emulation:
     # --- lifecycle ------------------------------------------------------------------------
     def __enter__(self):
         try:
-            self.datapath, self.cpu_placement = preflight.require_emulation(
-                self.topo, self.mtu, self.refuse_overload, self.cpu_requested,
-                slot_count=self.partition and self.partition.count)
+            self.datapath, self.cpu_placement = preflight.require_share(self.topo, self.mtu) if self.share else \
+                preflight.require_emulation(self.topo, self.mtu, self.refuse_overload, self.cpu_requested,
+                                            slot_count=self.partition and self.partition.count)
         except BaseException:
             runrecord.release_lock()
             raise
@@ -174,7 +177,8 @@ class Emulation:
         if self.datapath == "kernel" and not ovs.load_kernel_datapath():
             raise TestbedError("the kernel's openvswitch module would not load: see dmesg")
         self.record = runrecord.RunRecord.create()
-        self.record.add(bridges=list(topo.switches), interfaces=[intf for intf, _ in topo.switch_ports()])
+        self.record.add(bridges=[s for s in topo.switches if self.here(s)],
+                        interfaces=[intf for intf, link in topo.switch_ports() if self.here(intf.split("-eth")[0])])
         self.run_dir.mkdir(parents=True, exist_ok=True)
         topology_file, plan_file = self.run_dir / "topology.json", self.run_dir / "routing.json"
         topology_file.write_text(json.dumps(topo.to_dict(), indent=1))
@@ -183,27 +187,28 @@ class Emulation:
         plan_file.write_text(json.dumps(self.routing.to_dict()))
         if self.partition:
             (self.run_dir / "slots.json").write_text(json.dumps(self.partition.to_dict(), indent=1))
-        self.controller = Controller(self.routing, plan_file, topology_file, self.run_dir)
-        self.record.add(pids=[self.controller.start()])
+        if not self.share:
+            self.controller = Controller(self.routing, plan_file, topology_file, self.run_dir)
+            self.record.add(pids=[self.controller.start()])
 
         setLogLevel("warning")
         self.log(f"building {topo.describe()} (OVS {ovs.datapath_name(self.datapath)}, MTU {self.mtu}, "
                  f"{self.describe_placement()}{self.describe_slots()})")
         net = self.net = Mininet(topo=None, build=False, controller=None, ipBase=IP_BASE,
                                  autoSetMacs=False, waitConnected=False)
-        address = ControllerAddress(LOOPBACK, self.controller.port)
+        address = self.controller and ControllerAddress(LOOPBACK, self.controller.port)
         if self.partition:
             self._start_slots()
-        for s in topo.switches.values():
+        for s in [s for s in topo.switches.values() if self.here(s.name)]:
             where = {"cls": SlotSwitch, "slot": self.slots[self.partition.slot_of[s.name]]} if self.slots \
                 else {"cls": TestbedSwitch}
             net.addSwitch(s.name, record=self.record, controller=address, dpid=f"{s.dpid:016x}",
                           datapath=self.datapath, protocols=OPENFLOW_VERSIONS, failMode="secure", **where)
-        for h in topo.hosts.values():
+        for h in [h for h in topo.hosts.values() if self.here(h.name)]:
             net.addHost(h.name, cls=TestbedHost, record=self.record, ip=None)
         cut = {c.link for c in self.partition.cut_links()} if self.partition else set()
         for link in topo.links:
-            if link not in cut:
+            if link not in cut and self.here(link.a):
                 net.addLink(link.a, link.b, port1=link.a_port, port2=link.b_port, cls=Link,
                             **self._address_params(link.a, link.a_port, "1"),
                             **self._address_params(link.b, link.b_port, "2"))
@@ -222,19 +227,33 @@ class Emulation:
                 txcompletion.free_on_send([intf for intf, link in topo.switch_ports() if topo.is_host_link(link)])
         except SystemExit:  # Mininet reports errors with exit(1)
             raise TestbedError("Mininet gave up building the network (its message is above)") from None
-        waited = self.controller.wait_ready({s.name: s.dpid for s in topo.switches.values()})
+        mine = {s.name: s.dpid for s in topo.switches.values() if self.here(s.name)}
+        waited = wait_for_rules(self.routing, mine, self.controller)
         if self.datapath == "user":
             self._size_send_buffers()
         if self.cpu_placement == "pinned":
             self.record.pin(ovs.vswitchd_pid(), {placement.switch_core()})
-        self.watchdog = Watchdog(self._vital_parts()).__enter__()
+        if not self.share:     # on a machine of a split run the head watches (emulation.engine)
+            self.watchdog = Watchdog(self._vital_parts()).__enter__()
         self.log(f"fabric up in {time.monotonic() - started:.1f} s "
                  f"(controller installed {self.routing.rule_count} {self.routing.mode} rules in {waited:.1f} s)")
+
+    def here(self, node):
+        """Whether a switch or host is built by this emulation (all of them unless it is a share)."""
+        return not self.share or self.partition.slot_of[node] in self.share.slots
+
+    @property
+    def built_slots(self):
+        return [slot for slot in self.slots if slot]
 
     def _start_slots(self):
         """Each slot's namespace and daemons, and the relay to the controller (emulation.slots)."""
         quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+        controller = self.share.controller if self.share else (LOOPBACK, self.controller.port)
         for k in range(self.partition.count):
+            if self.share and k not in self.share.slots:
+                self.slots.append(None)
+                continue
             directory = slots.make_directory()
             self.record.add(directories=[directory])
             holder = slots.SlotHolder(f"slot{k}", record=self.record)
@@ -242,18 +261,21 @@ class Emulation:
             self.slots.append(slot)
             inside = self.partition.switches(k)[0]      # spawn() runs a process where a switch's ports are
             slot.start(lambda args, env, inside=inside: self.spawn(args, switch=inside, env=env, **quiet))
-            self.spawn(slot.relay(self.controller.port), **quiet)
+            self.spawn(slot.relay(*controller), **quiet)
             ovs.slot_vswitchds.append(slot.vswitchd.pid)
             for name in self.partition.switches(k):
                 ovs.slot_bridges[name] = slot.mgmt(name)
 
     def _cut_links(self):
         """A VXLAN device for each end of every cut link, known to its switch as the port it replaces."""
-        cut = self.partition.cut_links()
-        slots.join(self.slots, cut, self.mtu)
+        cut = [c for c in self.partition.cut_links() if any(self.slots[k] for k in c.slots)]
+        slots.join(self.slots, [c for c in cut if all(self.slots[k] for k in c.slots)], self.mtu)
+        slots.join_machines(self.slots, [c for c in cut if not all(self.slots[k] for k in c.slots)], self.mtu,
+                            self.share and self.share.underlay)
         for c in cut:
             for node, port in c.link.ends():
-                Intf(interface(node, port), node=self.net.get(node), port=port)
+                if self.here(node):
+                    Intf(interface(node, port), node=self.net.get(node), port=port)
 
     def _netns_of_switch(self, switch):
         """A pid in the namespace of switch's ports (None: the root namespace)."""
@@ -268,7 +290,7 @@ class Emulation:
         out = {}
         for link in self.topo.links:
             for node, port in link.ends():
-                if node in self.topo.switches:
+                if node in self.topo.switches and self.here(node):
                     out.setdefault(self._netns_of_switch(node), []).append((interface(node, port), link))
         return out
 
@@ -281,7 +303,7 @@ class Emulation:
         return {f"addr{side}": nic.mac, f"params{side}": {"ip": f"{nic.ip}/24"}}
 
     def _configure_hosts(self):
-        for h in self.topo.hosts.values():
+        for h in [h for h in self.topo.hosts.values() if self.here(h.name)]:
             node = self.net.get(h.name)
             # TCP through the userspace datapath hangs with TX checksum offload on (Mininet #653);
             # segmentation offloads off too, so HTB shapes real frames. A collective reuses each
@@ -341,7 +363,7 @@ class Emulation:
                                    self.record.raise_send_buffer)
             return
         ports = self._switch_ports_by_namespace()
-        for slot in self.slots:
+        for slot in self.built_slots:
             self._size_send_buffer(slot.vswitchd.pid, ports.get(slot.pid, []), self.partition.hosts(slot.index),
                                    sendbuffer.raise_to)     # nothing to put back: the daemon ends with the run
 
@@ -349,7 +371,7 @@ class Emulation:
         need = sendbuffer.needed([link.queue for _, link in ports], self.mtu)
         if not raise_buffer(pid, need) and hosts:   # OVS opens it at its first send: make one
             h = self.topo.hosts[hosts[0]]
-            peer = next(p for p in self.topo.nic_ports() if p.host != h.name and p.port == 0)
+            peer = next(p for p in self.topo.nic_ports() if p.host != h.name and p.port == 0 and self.here(p.host))
             self.host(h.name).cmd(f"ping -c1 -W1 {peer.ip}")
             if not raise_buffer(pid, need):
                 raise TestbedError("ovs-vswitchd has no packet socket after a ping through the fabric; "
@@ -380,7 +402,7 @@ class Emulation:
                         "then run again")
 
         def slots_alive():
-            for slot in self.slots:
+            for slot in self.built_slots:
                 if slot.vswitchd.poll() is not None:
                     return f"slot {slot.index}'s ovs-vswitchd died during the run: see {slot.dir}/vswitchd.log"
         return [controller_alive, vswitchd_alive] + ([slots_alive] if self.slots else [])
@@ -403,10 +425,10 @@ class Emulation:
         # terminate() only signals the shell and closes its ptys; the sweep removes the rest.
         # Whatever else runs in a host's namespace (a daemon started from --cli) is ours too.
         shells = [h.pid for h in self.net.hosts] if self.net else []
-        for pid in in_namespaces(shells + [slot.holder.pid for slot in self.slots]):
+        for pid in in_namespaces(shells + [slot.holder.pid for slot in self.built_slots]):
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
-        for node in ((self.net.hosts + self.net.switches) if self.net else []) + [slot.holder for slot in self.slots]:
+        for node in ((self.net.hosts + self.net.switches) if self.net else []) + [s.holder for s in self.built_slots]:
             with contextlib.suppress(Exception):
                 node.terminate()
         ovs.slot_bridges.clear()
@@ -437,7 +459,7 @@ class Emulation:
         would lose its neighbour entries, which the fabric cannot relearn: it carries no ARP.)
         Interfaces that are down are on the run record, which brings them up if the run dies."""
         for node, port in link.ends():
-            if node in self.topo.switches:
+            if node in self.topo.switches and self.here(node):
                 name, pid = interface(node, port), self._netns_of_switch(node)
                 with shaping.netlink(pid) as ipr:
                     shaping.set_up(ipr, name, up)
@@ -475,11 +497,15 @@ class Emulation:
                     stats = shaping.counters(ipr, name)
                     out["vxlan_errors"] += stats["rx_errors"] + stats["tx_errors"]
                     out["vxlan_dropped"] += stats["rx_dropped"] + stats["tx_dropped"]
-        for slot in self.slots:
-            udp = slots.udp_counters(slot.pid)
+        for pid in [slot.pid for slot in self.built_slots] + ([os.getpid()] if self.share else []):
+            udp = slots.udp_counters(pid)      # a tunnel to another machine has its socket here
             out["udp_rcvbuf_errors"] += udp.get("RcvbufErrors", 0)
             out["udp_in_errors"] += udp.get("InErrors", 0) + udp.get("InCsumErrors", 0)
         return out
+
+    def cpu_monitor(self):
+        """with emu.cpu_monitor() as cpu: <traffic>; cpu.result(): the verdict's CPU figures."""
+        return CpuMonitor(self.datapath)
 
     def counters(self, nic):
         """A NIC port's interface counters, read in its host."""

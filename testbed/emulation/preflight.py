@@ -43,6 +43,28 @@ def require_clean(topo):
                            "remove them or free those names")
 
 
+def require_share(topo, mtu):
+    """What a machine of a run across machines needs to build its slots: (datapath, placement). The
+    run's lock and the rate are the head's (emulation.machine_check): a machine serves that run."""
+    check_mtu(mtu)
+    check_hosts(topo)
+    require_root()
+    return "user", "none"
+
+
+def require_machines(topo, mtu, ms):
+    """What the head of a run across machines checks before its preflight of the machines
+    (emulation.machine_check): the fabric splits into the machines' slots; the datapath."""
+    check_mtu(mtu)
+    check_hosts(topo)
+    if ms.slot_count < 2:
+        raise TestbedError(f"{ms.source} gives {ms.slot_count} slot: give the machines two slots or more, "
+                           "or run on one machine without --machines")
+    partition(topo, ms.slot_count)
+    require_root()
+    return "user"
+
+
 def require_emulation(topo, mtu, refuse_overload=True, cpu=None, slot_count=None):
     """Everything an emulation run needs, checked in the order a user would fix it: (datapath,
     CPU placement). slot_count > 1 (None: the run's --slots): the fabric is split into that many

@@ -23,11 +23,12 @@ _made, _lock = [], threading.Lock()
 _renewed = [time.monotonic()]
 
 
-def made(program):
-    """Register a Program (emulation.programs) started on this worker for the run."""
+def made(thing):
+    """Register a Program (emulation.programs) or a machine's Part (emulation.part) made on this
+    worker for the run."""
     with _lock:
-        _made.append(program)
-    return program
+        _made.append(thing)
+    return thing
 
 
 def renew():
@@ -35,14 +36,18 @@ def renew():
 
 
 def reap():
-    """End every registered program by its pid."""
+    """End every registered program by its pid, and remove every registered part."""
     with _lock:
-        programs, _made[:] = list(_made), []
-    for program in programs:
+        things, _made[:] = list(_made), []
+    for thing in things:
+        if not hasattr(thing, "proc"):
+            with contextlib.suppress(Exception):
+                thing.stop()
+            continue
         with contextlib.suppress(OSError):
-            program.proc.kill()
+            thing.proc.kill()
         with contextlib.suppress(Exception):
-            program.proc.wait(5)
+            thing.proc.wait(5)
 
 
 class Reaper(WorkerPlugin):

@@ -19,7 +19,6 @@ from pathlib import Path
 from mininet.node import Node
 
 from testbed.emulation import ovs
-from testbed.emulation.programs import LOOPBACK
 from testbed.errors import TestbedError
 from testbed.topology import interface
 
@@ -80,10 +79,11 @@ class Slot:
                                f"--log-file={self.dir / 'vswitchd.log'}"], env)
         self._wait_for(self.dir / "vswitchd.ctl", "ovs-vswitchd")
 
-    def relay(self, controller_port):
+    def relay(self, host, port):
         """The command, run in the root namespace, that carries the slot's switches' controller
-        connections from its unix socket to the controller on the loopback."""
-        return ["socat", f"UNIX-LISTEN:{self.controller_socket},fork", f"TCP:{LOOPBACK}:{controller_port}"]
+        connections from its unix socket to the controller at host:port (the loopback, or the head
+        of a run across machines)."""
+        return ["socat", f"UNIX-LISTEN:{self.controller_socket},fork", f"TCP:{host}:{port}"]
 
     def _wait_for(self, path, what, timeout=10.0):
         deadline = time.monotonic() + timeout
@@ -143,6 +143,25 @@ def join(slots, cut_links, mtu):
             if "made" not in out:
                 raise TestbedError(f"slot {here}: could not make the VXLAN device {name}: {out.strip()[-200:]}")
     return pairs
+
+
+def join_machines(slots, cut_links, mtu, underlay):
+    """The end here of every cut link between a slot here and one on another machine: a VXLAN device
+    made in this namespace, so that its UDP socket stays on the machine's underlay (underlay: {slot
+    index: its machine's underlay address}), then moved into its slot's namespace."""
+    for cut in cut_links:
+        for node, port in cut.link.ends():
+            here = cut.slots[0] if node == cut.link.a else cut.slots[1]
+            if not slots[here]:
+                continue
+            there = cut.slots[1] if here == cut.slots[0] else cut.slots[0]
+            name = interface(node, port)
+            run(["ip", "link", "add", name, "mtu", str(mtu), "type", "vxlan", "id", str(cut.vni),
+                 "local", underlay[here], "remote", underlay[there], "dstport", str(VXLAN_PORT), "df", "set"])
+            run(["ip", "link", "set", name, "netns", str(slots[here].pid)])
+            out = slots[here].holder.cmd(f"ip link set {name} up && echo up")
+            if "up" not in out:
+                raise TestbedError(f"slot {here}: could not bring the VXLAN device {name} up: {out.strip()[-200:]}")
 
 
 def udp_counters(pid):

@@ -130,7 +130,9 @@ def describe(result):
 
 def _slots(result):
     """Each slot's daemon: its cores, and the core it ran on with that core's load."""
-    return "".join(f"; slot {s['slot']}: ovs-vswitchd {s['ovs_vswitchd_cores']:.2f} cores on {s['core']} "
+    def name(s):
+        return f"slot {s['slot']}" + (f" ({s['machine']})" if "machine" in s else "")
+    return "".join(f"; {name(s)}: ovs-vswitchd {s['ovs_vswitchd_cores']:.2f} cores on {s['core']} "
                    f"({s['core_busy']:.0%} busy, {s['core_softirq']:.0%} softirq)" for s in result.get("slots", []))
 
 

@@ -5,7 +5,6 @@ from contextlib import ExitStack
 
 from testbed.collectives.connections import IPERF_BASE_PORT
 from testbed.emulation.programs import ProgramError, stop_all
-from testbed.fidelity.verdict import CpuMonitor
 
 
 def measure_flows(emu, pairs, duration=5, omit=1, streams=1, during=(), connections=None):
@@ -33,7 +32,7 @@ def measure_flows(emu, pairs, duration=5, omit=1, streams=1, during=(), connecti
         for client in clients:     # every client loaded before any starts: 64 starting up starve the first
             client.expect("ready", 30)
         with ExitStack() as stack:
-            cpu = stack.enter_context(CpuMonitor())
+            cpu = stack.enter_context(emu.cpu_monitor())
             for probe in during:
                 stack.enter_context(probe)
             for client in clients:
