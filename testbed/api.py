@@ -26,6 +26,9 @@ from testbed.collectives import sweep as sweeps
 from testbed.collectives.connections import flow_connections
 from testbed.collectives.data import ELEMENT_BYTES
 from testbed.collectives.placements import place
+from testbed.emulation import machines as machine_files
+from testbed.emulation import preflight
+from testbed.emulation.across import MachineEmulation
 from testbed.emulation.network import DEFAULT_MTU, Emulation
 from testbed.emulation.shaping import netem_available
 from testbed.errors import TestbedError
@@ -187,19 +190,27 @@ class FabricCheck:
 
 # --- the running fabric ------------------------------------------------------------------------
 def emulate(topo: Topology, routing: str = "deterministic", *, hash: str = "same", folder: str | Path | None = None,
-            mtu: int = DEFAULT_MTU, log=SILENT, slots: int = 1) -> Emulated:
+            mtu: int = DEFAULT_MTU, log=SILENT, slots: int = 1, machines: str | Path | None = None) -> Emulated:
     """The fabric as a context manager: entering builds it (Mininet hosts, Open vSwitch switches,
     shaped links, the controller installing `routing`: 'deterministic' or 'ecmp', ECMP hashing
     with the `hash` 'same' at every switch or 'per-switch'); leaving tears down exactly what it
     built, also after an exception or Ctrl-C. Needs root. The run's files (topology.json,
     routing.json, captures, the controller's log) go to `folder` (default: a new temporary one).
-    slots > 1 splits the fabric into that many slots, an ovs-vswitchd each (docs/scale.md)."""
+    slots > 1 splits the fabric into that many slots, an ovs-vswitchd each (docs/scale.md); machines
+    names a machines file whose machines run the slots, on Dask distributed (docs/machines.md)."""
     if routing not in routes.MODES:
         raise TestbedError(f"unknown routing {routing!r}: use one of {', '.join(routes.MODES)}")
     if hash not in routes.HASHES:
         raise TestbedError(f"unknown hash {hash!r}: use one of {', '.join(routes.HASHES)}")
     folder = Path(folder) if folder is not None else Path(tempfile.mkdtemp(prefix="testbed-"))
-    return Emulated(Emulation(topo, routes.plan(topo, routing, hash), folder, mtu=mtu, log=log, slot_count=slots))
+    plan = routes.plan(topo, routing, hash)
+    if machines is not None:
+        if slots > 1:
+            raise TestbedError("the machines file gives each machine its slots: leave slots out")
+        ms = machine_files.load(machines)
+        preflight.require_machines(topo, mtu, ms)
+        return Emulated(MachineEmulation(topo, plan, folder, ms, mtu=mtu, log=log))
+    return Emulated(Emulation(topo, plan, folder, mtu=mtu, log=log, slot_count=slots))
 
 
 class Emulated:

@@ -120,6 +120,12 @@ BAD = [  # (options, what the one line must say); every scenario's options, buil
     (["hpn7_at_scale", "--topology", "bigraph:2,8"], "models HPN7 fabrics"),
     (["ecmp_collisions", "--bytes", "2"], "--bytes must be at least 64"),
     (["no_such_scenario"], "unknown scenario 'no_such_scenario'"),
+    (["incast", "--machines", "tests/data/machines_two.toml"], "incast does not run across machines yet"),
+    (["fabric_check", "--machines", "/nonexistent.toml"], "cannot read it"),
+    (["fabric_check", "--machines", "README.md"], "is not TOML"),
+    (["fabric_check", "--machines", "tests/data/machines_two.toml", "--slots", "2"], "drop --slots"),
+    (["fabric_check", "--machines", "tests/data/machines_two.toml", "--cpu-placement", "pinned"],
+     "with --machines use none"),
 ]
 
 

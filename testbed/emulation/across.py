@@ -15,9 +15,9 @@ import threading
 import time
 from pathlib import Path
 
-from testbed.emulation import preflight
+from testbed.emulation import preflight, runrecord
 from testbed.emulation.controller import Controller
-from testbed.emulation.engine import Engine
+from testbed.emulation.engine import Engine, MachineLost
 from testbed.emulation.machine_check import preflight as check_machines
 from testbed.emulation.network import DEFAULT_MTU, Emulation
 from testbed.emulation.part import Part, Share
@@ -72,7 +72,13 @@ class Channel:
         threading.Thread(target=self._run, daemon=True).start()
 
     def call(self, method, *args, timeout=60.0):
-        return _wait([getattr(self.part, method)(*args)], self.engine, timeout, f"machine {self.name}'s {method}")[0]
+        self.engine.check()
+        try:
+            future = getattr(self.part, method)(*args)
+        except RuntimeError:        # Dask: "Worker holding Actor was lost"
+            raise MachineLost(f"machine {self.name} was lost mid-run: the run ended and every machine "
+                              "ends what it made within seconds") from None
+        return _wait([future], self.engine, timeout, f"machine {self.name}'s {method}")[0]
 
     def _run(self):
         while not self.stopped.is_set():
@@ -221,7 +227,7 @@ class MachineEmulation:
         self.topo, self.routing, self.run_dir, self.machines = topo, routing, Path(run_dir), ms
         self.mtu, self.log = mtu, log
         self.partition = partition(topo, ms.slot_count)
-        self.engine = self.controller = None
+        self.engine = self.controller = self.record = None
         self.parts, self.channels, self.share_of, self.host_machine = {}, {}, {}, {}
         self._keys = itertools.count()
 
@@ -241,6 +247,8 @@ class MachineEmulation:
 
     def _start(self):
         topo, ms, started = self.topo, self.machines, time.monotonic()
+        runrecord.acquire_lock()
+        self.record = runrecord.RunRecord.create()      # the head's part: the controller
         self.engine = Engine(ms, self.log).__enter__()
         self.log(f"preflight of {len(ms.machines)} machines for {topo.describe()}, MTU {self.mtu}:")
         self.preflight = check_machines(self.engine, topo, self.mtu, log=self.log)
@@ -251,7 +259,7 @@ class MachineEmulation:
         (self.run_dir / "slots.json").write_text(json.dumps(self.partition.to_dict(), indent=1))
         (self.run_dir / "machines.json").write_text(json.dumps(dict(ms.to_dict(), preflight=self.preflight), indent=1))
         self.controller = Controller(self.routing, plan_file, topology_file, self.run_dir, host=ms.head)
-        self.controller.start()
+        self.record.add(pids=[self.controller.start()])
         owner = ms.machine_of_slot()
         underlay = {k: m.underlay for k, m in enumerate(owner)}
         parts = {}
@@ -300,6 +308,9 @@ class MachineEmulation:
             self.controller.stop()
         if self.engine is not None:
             self.engine.close()      # unregistering the reaper ends whatever a part left
+        if self.record is not None:
+            self.record.sweep()
+        runrecord.release_lock()
 
     # --- use --------------------------------------------------------------------------------
     def _channel(self, host):

@@ -8,15 +8,17 @@ Actor methods run one at a time on the worker: every method but build() returns 
 import contextlib
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from testbed.emulation import remote
+from testbed.emulation import remote, runrecord
 from testbed.emulation.network import Emulation
-from testbed.emulation.programs import POPEN, argv
+from testbed.emulation.programs import POPEN, PROJECT, argv
 from testbed.fidelity.verdict import CpuMonitor
 
 
@@ -32,7 +34,7 @@ class Part:
     def __init__(self, topo, plan, mtu, slot_count, share):
         self.topo, self.plan = topo, plan
         self.mtu, self.slot_count, self.share = mtu, slot_count, share
-        self.emu, self.procs, self.cpu = None, {}, None
+        self.emu, self.procs, self.cpu, self.sweeper = None, {}, None, None
         self._lines, self._lock = {}, threading.Lock()
 
     def build(self):
@@ -43,6 +45,11 @@ class Part:
                              refuse_overload=False, slot_count=self.slot_count, share=self.share)
         remote.made(self)
         self.emu.__enter__()
+        me = os.getpid()
+        self.sweeper = subprocess.Popen(
+            [sys.executable, "-m", "testbed.emulation.sweeper", str(self.emu.record.path), str(me),
+             str(runrecord.start_time(me))], cwd=PROJECT, start_new_session=True,
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         return {"boot_id": Path("/proc/sys/kernel/random/boot_id").read_text().strip(), "now": time.monotonic()}
 
     def now(self):
@@ -114,11 +121,17 @@ class Part:
 
     def stop(self):
         """Everything this part made goes (also called by remote.reap when the run ends badly)."""
-        for proc in self.procs.values():
-            with contextlib.suppress(OSError):
-                proc.kill()
-        if self.emu is not None:
-            emu, self.emu = self.emu, None
-            emu.__exit__(None, None, None)
-        shutil.rmtree(self.folder, ignore_errors=True)
+        try:
+            for proc in self.procs.values():
+                with contextlib.suppress(OSError):
+                    proc.kill()
+            if self.emu is not None:
+                emu, self.emu = self.emu, None
+                emu.__exit__(None, None, None)
+        finally:
+            if self.sweeper is not None:        # the record is swept: nothing left for it to do
+                self.sweeper.kill()
+                self.sweeper.wait()
+                self.sweeper = None
+            shutil.rmtree(self.folder, ignore_errors=True)
         return os.getpid()

@@ -11,6 +11,7 @@ import socket
 import subprocess
 import threading
 import time
+import traceback
 
 from distributed.diagnostics.plugin import WorkerPlugin
 
@@ -41,8 +42,10 @@ def reap():
         things, _made[:] = list(_made), []
     for thing in things:
         if not hasattr(thing, "proc"):
-            with contextlib.suppress(Exception):
+            try:
                 thing.stop()
+            except Exception:       # said in the worker's log; the rest is still ended
+                traceback.print_exc()
             continue
         with contextlib.suppress(OSError):
             thing.proc.kill()
@@ -70,7 +73,10 @@ class Reaper(WorkerPlugin):
 
     def teardown(self, worker):
         self._stop.set()
-        reap()
+        # Dask calls this on its event loop, where pyroute2's synchronous IPRoute cannot run its own
+        reaper = threading.Thread(target=reap)
+        reaper.start()
+        reaper.join()
 
 
 # --- the checks of emulation.engine.preflight, each run on one machine ------------------------

@@ -119,6 +119,8 @@ class RunRecord:
         return running(*self.data["owner"])
 
     def save(self):
+        if self.data.get("swept"):   # a thread that adds late (a part's program started as the run ends)
+            return                   # must not bring a swept record back
         with _SAVING:     # a failure timeline's thread notes links while the run adds processes
             tmp = self.path.with_suffix(".tmp")
             tmp.write_text(json.dumps(self.data))
@@ -165,6 +167,7 @@ class RunRecord:
         restore_affinity(self.data.get("affinity"))
         for directory in self.data.get("directories", []):   # slots' sockets and logs (emulation.slots)
             shutil.rmtree(directory, ignore_errors=True)
+        self.data["swept"] = True
         self.path.unlink(missing_ok=True)
 
 

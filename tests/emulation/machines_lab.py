@@ -3,9 +3,11 @@ network namespace on a Linux bridge (the underlay, this machine its head at .254
 here and a Dask worker inside each machine's namespace, named as the machine."""
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -23,7 +25,9 @@ class Lab:
     """with Lab(["a", "b"], mtu=9100) as lab: lab.machines_file(path, slots=1); lab.kill("b")"""
 
     def __init__(self, names, mtu=9100):
+        """Each worker's log goes to lab.logs (a new temporary folder)."""
         self.names, self.mtu = list(names), mtu
+        self.logs = Path(tempfile.mkdtemp(prefix="tbmlab-logs"))
         self.port, self.procs = free_port(), {}
 
     def address(self, name):
@@ -47,10 +51,11 @@ class Lab:
                 [sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", HEAD, "--port", str(self.port),
                  "--no-dashboard"], **quiet)
             for name in self.names:
+                log = open(self.logs / f"worker-{name}.log", "w")   # noqa: SIM115 (the worker's while it runs)
                 self.procs[name] = subprocess.Popen(
                     ["ip", "netns", "exec", PREFIX + name, sys.executable, "-m", "distributed.cli.dask_worker",
                      self.scheduler, "--name", name, "--nthreads", "4", "--no-nanny", "--no-dashboard",
-                     "--death-timeout", "10"], **quiet)
+                     "--death-timeout", "10"], stdout=log, stderr=subprocess.STDOUT, cwd=quiet["cwd"])
         except BaseException:
             self.__exit__()
             raise
@@ -87,8 +92,11 @@ class Lab:
             for pid in _pids_in(PREFIX + name):       # anything a worker left in its machine
                 with contextlib.suppress(OSError):
                     os.kill(pid, signal.SIGKILL)
+            subprocess.run(["ip", "link", "del", PREFIX + name], capture_output=True)    # both ends, now
             subprocess.run(["ip", "netns", "del", PREFIX + name], capture_output=True)
         subprocess.run(["ip", "link", "del", BRIDGE], capture_output=True)
+        if not exc or exc[0] is None:       # kept when the block failed: the workers' logs say why
+            shutil.rmtree(self.logs, ignore_errors=True)
 
 
 def _pids_in(ns):
