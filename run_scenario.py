@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
 """Run a testbed scenario: run_scenario.py [--list | --cleanup | --calibrate | SCENARIO [options]]."""
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -25,7 +26,8 @@ if __name__ == "__main__":
 import argparse  # noqa: E402  (after the venv check: these need the venv's packages)
 
 from scenarios import DEFAULT, SCENARIOS  # noqa: E402
-from testbed.emulation import across, machines, ovs, placement, preflight, runrecord, slots  # noqa: E402
+from testbed.emulation import across, machine_check, machines, ovs, placement, preflight, runrecord, slots  # noqa: E402
+from testbed.emulation.engine import Engine  # noqa: E402
 from testbed.emulation.explore import explore  # noqa: E402
 from testbed.errors import Interrupted, TestbedError  # noqa: E402
 from testbed.fidelity.calibrate import calibrate as measure_capacity  # noqa: E402
@@ -127,6 +129,8 @@ def run(args, argv):
             raise TestbedError("the machines file gives each machine its slots: drop --slots")
         if args.cpu_placement == "pinned":
             raise TestbedError("--cpu-placement pinned pins one ovs-vswitchd: with --machines use none")
+        if args.cli:
+            raise TestbedError("--cli opens Mininet's CLI on this machine's fabric: drop --machines")
     across.request(ms or None)
     plan = module.prepare(args)             # every option checked; nothing built or written
     if args.cli and not plan.fabrics:
@@ -138,6 +142,18 @@ def run(args, argv):
     for topo in plan.fabrics:
         datapath = preflight.require_machines(topo, plan.mtu, ms) if ms else \
             preflight.require_emulation(topo, plan.mtu)[0]
+    with contextlib.ExitStack() as machines_up:
+        if ms:      # the machines' preflight, before anything is built or written
+            engine = machines_up.enter_context(Engine(ms))
+            checked = {}
+            for topo in plan.fabrics:
+                print(f"preflight of {len(ms.machines)} machines for {topo.describe()}, MTU {plan.mtu}:")
+                checked[topo.name, plan.mtu] = machine_check.preflight(engine, topo, plan.mtu)
+            across.request(ms, engine, checked)
+        return measure(args, argv, module, plan, folder, datapath)
+
+
+def measure(args, argv, module, plan, folder, datapath):
     options = {k: v for k, v in vars(args).items()
                if k not in ("scenario", "list", "cleanup", "calibrate", "results", "cli")}
     status = "failed"

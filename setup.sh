@@ -3,6 +3,8 @@
 #   sudo ./setup.sh          install and start what the testbed needs
 #   sudo ./setup.sh run ...  then run a scenario (default: the default scenario)
 #   sudo ./setup.sh test ... then run the linter and the test suite (extra words go to pytest)
+#   sudo ./setup.sh machine  a machine that only serves slots of a run across machines (docs/machines.md):
+#                            no calibration (the head's preflight measures what such a run needs)
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -90,7 +92,8 @@ fi
 # The rate checks and verdicts use this machine's measured forwarding capacity: measure it once per
 # machine (a new kernel, Open vSwitch or core count makes it stale). Without it runs still work, on
 # conservative figures.
-if ! .venv/bin/python -c 'import sys; from testbed.fidelity import calibration; sys.exit(calibration.load()[0] is None)'; then
+if [ "${1:-}" != machine ] && \
+    ! .venv/bin/python -c 'import sys; from testbed.fidelity import calibration; sys.exit(calibration.load()[0] is None)'; then
   echo "== measuring what this machine forwards faithfully (run_scenario.py --calibrate, once, about 5 minutes)"
   .venv/bin/python run_scenario.py --calibrate \
     || echo "note: the calibration failed; runs use conservative figures until 'run_scenario.py --calibrate' succeeds" >&2
@@ -100,7 +103,8 @@ action="${1:-}"
 [ $# -gt 0 ] && shift
 case "$action" in
   "") echo "ready: sudo .venv/bin/python run_scenario.py --list" ;;
+  machine) echo "ready to serve slots: start its Dask worker (docs/machines.md)" ;;
   run) exec .venv/bin/python run_scenario.py "$@" ;;
   test) .venv/bin/ruff check . && exec .venv/bin/python -m pytest "$@" ;;
-  *) echo "unknown action '$action': use 'run' or 'test'" >&2; exit 2 ;;
+  *) echo "unknown action '$action': use 'run', 'test' or 'machine'" >&2; exit 2 ;;
 esac

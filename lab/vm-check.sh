@@ -16,6 +16,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PROJECT=$PWD
+. lab/vm-image.sh
 VM_DIR=${VM_DIR:-/var/tmp/ai-testbed-vm}
 MIRROR=${MIRROR:-http://deb.debian.org/debian}
 QUICK=0
@@ -31,15 +32,6 @@ esac
 [ "$(id -u)" -eq 0 ] || { echo "vm-check.sh needs root: run it as 'sudo lab/vm-check.sh'" >&2; exit 2; }
 [ -x .venv/bin/pip ] || { echo "run 'sudo ./setup.sh' first: the guest's wheels are downloaded with .venv's pip" >&2; exit 2; }
 
-tools=""
-for p in debootstrap qemu-system-x86 qemu-utils e2fsprogs; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || tools="$tools $p"
-done
-if [ -n "$tools" ]; then
-  echo "== installing$tools"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $tools >/dev/null
-fi
-
 mkdir -p "$VM_DIR"
 MNT="$VM_DIR/mnt"
 QEMU_PID=""
@@ -52,46 +44,18 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 mkdir -p "$MNT"
 
-# The packages setup.sh installs, and what a bootable guest needs.
-GUEST_DEBS="linux-image-amd64,systemd-sysv,udev,kmod,sudo,python3,python3-venv,mininet,openvswitch-switch,\
-libtcmalloc-minimal4,iperf3,libiperf0,ethtool,iproute2,iputils-ping,tcpdump"
-if [ ! -f "$VM_DIR/disk.raw" ]; then
-  echo "== building a Debian 12 image with debootstrap (about 2 minutes)"
-  t0=$SECONDS
-  rm -f "$VM_DIR/disk.tmp"
-  truncate -s 8G "$VM_DIR/disk.tmp"
-  mkfs.ext4 -q -F -L root "$VM_DIR/disk.tmp"     # no partition table: qemu boots the kernel directly
-  mount -o loop "$VM_DIR/disk.tmp" "$MNT"
-  debootstrap --include="$GUEST_DEBS" bookworm "$MNT" "$MIRROR" > "$VM_DIR/debootstrap.log"
-  echo "/dev/vda / ext4 defaults 0 1" > "$MNT/etc/fstab"
-  echo ai-testbed-vm > "$MNT/etc/hostname"
-  cp "$MNT"/boot/vmlinuz-* "$VM_DIR/vmlinuz"
-  cp "$MNT"/boot/initrd.img-* "$VM_DIR/initrd.img"
-  umount "$MNT"
-  mv "$VM_DIR/disk.tmp" "$VM_DIR/disk.raw"
-  echo "   built in $((SECONDS - t0)) s"
-fi
-
-echo "== downloading the Python packages for the guest (Debian 12's Python 3.11)"
-WHEELS="$VM_DIR/wheels"
-mkdir -p "$WHEELS"
-grep -v '^#' requirements.txt | grep -v '^iperf3' > "$VM_DIR/requirements-binary.txt"
-.venv/bin/pip download -q --disable-pip-version-check --only-binary=:all: --python-version 3.11 \
-  --platform manylinux2014_x86_64 --platform manylinux_2_28_x86_64 --platform any \
-  -d "$WHEELS" -r "$VM_DIR/requirements-binary.txt" 2>&1 | grep -v WARNING || true
-.venv/bin/pip wheel -q --disable-pip-version-check --no-deps -w "$WHEELS" "$(grep '^iperf3' requirements.txt)" \
-  2>&1 | grep -v WARNING || true
+vm_tools
+vm_image
+vm_wheels
 
 echo "== copying the project in (files git tracks, as a clean clone has them)"
 mount -o loop "$VM_DIR/disk.raw" "$MNT"
 if [ -n "$COMMAND" ] && [ -d "$MNT/root/testbed/.venv" ]; then   # looking into something: keep the venv
   mv "$MNT/root/testbed/.venv" "$MNT/root/venv.kept"
 fi
-rm -rf "$MNT/root/testbed" "$MNT/root/wheels" "$MNT/root/vm-check.log" "$MNT/root/vm-check.done"
-mkdir -p "$MNT/root/testbed"
+rm -f "$MNT/root/vm-check.log" "$MNT/root/vm-check.done"
+vm_copy_project
 [ -d "$MNT/root/venv.kept" ] && mv "$MNT/root/venv.kept" "$MNT/root/testbed/.venv"
-git ls-files -z --cached --others --exclude-standard | tar -c --null -T - | tar -x -C "$MNT/root/testbed"
-cp -r "$WHEELS" "$MNT/root/wheels"
 
 # The guest's job: the README's commands, each timed; then power off.
 RUN_COMMAND=0
@@ -149,11 +113,7 @@ ln -sf /etc/systemd/system/vm-check.service "$MNT/etc/systemd/system/multi-user.
 ln -sf /dev/null "$MNT/etc/systemd/system/serial-getty@ttyS0.service"
 umount "$MNT"
 
-if grep -qwE 'vmx|svm' /proc/cpuinfo && [ -w /dev/kvm ]; then
-  accel="kvm -cpu host"
-else
-  accel="tcg -cpu max"      # no hardware virtualisation that boots a stock kernel: emulate the CPU
-fi
+accel=$(vm_accel)
 echo "== booting the guest (qemu, accel=${accel%% *}, 2 CPUs, 4 GiB); its console: $VM_DIR/console.log"
 t0=$SECONDS
 # shellcheck disable=SC2086

@@ -78,3 +78,12 @@ def test_the_cut_links_between_two_machines_carry_one_link_rate_each_way_per_lin
     one = machines.parse({"head": "10.0.0.9",
                           "machine": [{"name": "a", "ssh": "a", "underlay": "10.0.0.1", "slots": 2}]})
     assert cut_link_load(topo, one)[1] == {}      # both slots on one machine: nothing crosses the underlay
+
+
+def test_the_report_names_the_machines_the_partition_and_the_underlay():
+    from testbed.report.markdown import split
+    two = machines.parse({"head": "10.0.0.9", "machine": [
+        {"name": "a", "ssh": "a", "underlay": "10.0.0.1"}, {"name": "b", "ssh": "b", "underlay": "10.0.0.2"}]})
+    said = split(BiGraph(2, 8, rate=10), 1, 9000, two)
+    assert "across machines a (10.0.0.1, 1 slot), b (10.0.0.2, 1 slot), the head at 10.0.0.9" in said
+    assert "8 link(s) cut" in said and "frames of 9050 bytes" in said

@@ -126,6 +126,7 @@ BAD = [  # (options, what the one line must say); every scenario's options, buil
     (["fabric_check", "--machines", "tests/data/machines_two.toml", "--slots", "2"], "drop --slots"),
     (["fabric_check", "--machines", "tests/data/machines_two.toml", "--cpu-placement", "pinned"],
      "with --machines use none"),
+    (["fabric_check", "--machines", "tests/data/machines_two.toml", "--cli"], "drop --machines"),
 ]
 
 

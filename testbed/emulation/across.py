@@ -28,19 +28,23 @@ from testbed.topology.slots import partition
 TICK = 0.005                      # s between a machine's batches of writes and reads
 TIMESTAMPS = ("t0", "ends", "steps")     # what a rank reports on its machine's clock (programs.rank)
 requested = None                  # run_scenario.py --machines sets it for every emulation of the run
+_engine, _checked = None, {}
 
 
-def request(ms):
-    global requested
-    requested = ms
+def request(ms, engine=None, checked=None):
+    """The machines every emulation of this run spans; engine: the run's Engine, already past its
+    preflight (checked: {(topology name, mtu): what it measured}), which the emulations share."""
+    global requested, _engine, _checked
+    requested, _engine, _checked = ms, engine, dict(checked or {})
 
 
 def open_emulation(topo, routing, run_dir, **kw):
     """An Emulation of topo, across the run's machines when --machines was given."""
     if requested is None:
         return Emulation(topo, routing, run_dir, **kw)
-    return MachineEmulation(topo, routing, run_dir, requested, mtu=kw.get("mtu", DEFAULT_MTU),
-                            log=kw.get("log", print))
+    mtu = kw.get("mtu", DEFAULT_MTU)
+    return MachineEmulation(topo, routing, run_dir, requested, mtu=mtu, log=kw.get("log", print), engine=_engine,
+                            checked=_checked.get((topo.name, mtu)))
 
 
 def _wait(futures, engine, timeout, what):
@@ -223,9 +227,11 @@ class MachineEmulation:
     for collectives, flows and the fabric check (program, host(...).cmd, counters, link failures)."""
     datapath, cpu_placement = "user", "none"
 
-    def __init__(self, topo, routing, run_dir, ms, mtu=DEFAULT_MTU, log=print):
+    def __init__(self, topo, routing, run_dir, ms, mtu=DEFAULT_MTU, log=print, engine=None, checked=None):
+        """engine: a running Engine to use (else one is started and closed); checked: what its
+        preflight measured for this fabric (else the preflight runs first)."""
         self.topo, self.routing, self.run_dir, self.machines = topo, routing, Path(run_dir), ms
-        self.mtu, self.log = mtu, log
+        self.mtu, self.log, self.given_engine, self.preflight = mtu, log, engine, checked
         self.partition = partition(topo, ms.slot_count)
         self.engine = self.controller = self.record = None
         self.parts, self.channels, self.share_of, self.host_machine = {}, {}, {}, {}
@@ -249,9 +255,10 @@ class MachineEmulation:
         topo, ms, started = self.topo, self.machines, time.monotonic()
         runrecord.acquire_lock()
         self.record = runrecord.RunRecord.create()      # the head's part: the controller
-        self.engine = Engine(ms, self.log).__enter__()
-        self.log(f"preflight of {len(ms.machines)} machines for {topo.describe()}, MTU {self.mtu}:")
-        self.preflight = check_machines(self.engine, topo, self.mtu, log=self.log)
+        self.engine = self.given_engine or Engine(ms, self.log).__enter__()
+        if self.preflight is None:
+            self.log(f"preflight of {len(ms.machines)} machines for {topo.describe()}, MTU {self.mtu}:")
+            self.preflight = check_machines(self.engine, topo, self.mtu, log=self.log)
         self.run_dir.mkdir(parents=True, exist_ok=True)
         topology_file, plan_file = self.run_dir / "topology.json", self.run_dir / "routing.json"
         topology_file.write_text(json.dumps(topo.to_dict(), indent=1))
@@ -306,7 +313,7 @@ class MachineEmulation:
                 self.log(f"removing the machines' slots: {e}")
         if self.controller is not None:
             self.controller.stop()
-        if self.engine is not None:
+        if self.engine is not None and self.engine is not self.given_engine:
             self.engine.close()      # unregistering the reaper ends whatever a part left
         if self.record is not None:
             self.record.sweep()

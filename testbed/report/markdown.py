@@ -10,6 +10,7 @@ import sys
 import time
 from importlib import metadata
 
+from testbed.emulation import machines as machine_files
 from testbed.emulation.ovs import datapath_name
 from testbed.topology.slots import partition
 
@@ -91,8 +92,14 @@ def render(scenario, argv, status, fabrics, options, datapath, versions, transcr
     return "\n".join(out)
 
 
-def split(topo, count, mtu):
-    """How a fabric run with --slots was split (each run folder's slots.json has it in full)."""
+def split(topo, count, mtu, ms=None):
+    """How a fabric run with --slots or --machines was split (each run folder's slots.json has it in
+    full, and machines.json the machines and what their preflight measured)."""
+    if ms is not None:
+        part = partition(topo, ms.slot_count)
+        machines = ", ".join(f"{m.name} ({m.underlay}, {m.slots} slot{'s' * (m.slots > 1)})" for m in ms.machines)
+        return (f"; split into {part.describe()} across machines {machines}, the head at {ms.head}; VXLAN over "
+                f"their underlay, frames of {part.underlay_mtu(mtu)} bytes (slots.json, machines.json)")
     if count <= 1:
         return ""
     part = partition(topo, count)
@@ -103,7 +110,9 @@ def split(topo, count, mtu):
 def write(folder, scenario, argv, status, plan, options, datapath, ovs_version, transcript):
     """Write report.md into the run folder, from its files as they are now."""
     files = sorted(p for p in folder.path.rglob("*") if p.is_file() and p.name != "report.md")
-    fabrics = [f"{t.describe()}, MTU {plan.mtu}" + split(t, options.get("slots", 1), plan.mtu) for t in plan.fabrics]
+    ms = machine_files.load(options["machines"]) if options.get("machines") else None
+    fabrics = [f"{t.describe()}, MTU {plan.mtu}" + split(t, options.get("slots", 1), plan.mtu, ms)
+               for t in plan.fabrics]
     fabrics += [f"{t.describe()} (modelled, not emulated)" for t in getattr(plan, "modelled", ())]
     text = render(scenario, argv, status, fabrics, options, datapath, versions(ovs_version), transcript,
                   folder.path, files)

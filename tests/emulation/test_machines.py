@@ -7,6 +7,7 @@ import sys
 import textwrap
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -159,3 +160,28 @@ def test_a_machine_lost_mid_sweep_ends_the_run_and_leaves_nothing(tmp_path):
             time.sleep(0.5)
         assert _left(lab) == {"a": [], "b": []}
     assert leftovers() == []
+
+
+def _scenario(*args):
+    return subprocess.run([sys.executable, "run_scenario.py", *args], cwd=Path(__file__).parents[2],
+                          capture_output=True, text=True)
+
+
+def test_fabric_check_runs_across_machines_from_the_command_line(tmp_path):
+    with Lab(["a", "b"]) as lab:
+        path = lab.machines_file(tmp_path / "m.toml")
+        out = _scenario("fabric_check", "--duration", "2", "--machines", str(path), "--results", str(tmp_path / "run"))
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    assert "underlay MTU     9050-byte frames" in out.stdout and "16/16 directions of 8 VXLAN links" in out.stdout
+    report = (tmp_path / "run" / "report.md").read_text()
+    assert "across machines a (10.253.7.1, 1 slot), b (10.253.7.2, 1 slot)" in report
+    assert leftovers() == []
+
+
+def test_a_run_the_preflight_refuses_writes_nothing(tmp_path):
+    with Lab(["a", "b"], mtu=1500) as lab:
+        path = lab.machines_file(tmp_path / "m.toml")
+        out = _scenario("fabric_check", "--machines", str(path), "--results", str(tmp_path / "run"))
+    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
+    assert out.stderr.count("\n") == 1 and "does not carry a 9050-byte frame" in out.stderr
+    assert not (tmp_path / "run").exists()
