@@ -4,7 +4,7 @@
 # this machine; the project copied in as a clean clone has it.
 
 # The packages setup.sh installs, and what a bootable guest needs.
-GUEST_DEBS="linux-image-amd64,systemd-sysv,udev,kmod,sudo,python3,python3-venv,python3-yaml,mininet,\
+GUEST_DEBS="linux-image-amd64,systemd-sysv,udev,kmod,sudo,python3,python3-venv,python3-wheel,python3-yaml,mininet,\
 openvswitch-switch,libtcmalloc-minimal4,iperf3,libiperf0,ethtool,iproute2,iputils-ping,tcpdump,socat,git"
 
 vm_tools() {

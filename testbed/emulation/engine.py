@@ -1,8 +1,9 @@
 """The machines of a run, started, supervised and collected by Dask distributed.
 
-Without a `scheduler` in the machines file, Dask's SSHCluster starts a scheduler on the head and
-one worker per machine over ssh (the project at the same path on each, run by its venv's Python);
-with one, the workers already attached to it, named as the machines, are used. Work for a machine
+Without a `scheduler` in the machines file, the head runs a Dask scheduler on its underlay address
+and starts one worker per machine over ssh, with SSHCluster's worker class (asyncssh; the project
+at the same path on each, run by its venv's Python); with one, the workers already attached to it
+are used. A machine's worker is the one named as the machine, or started over ssh from its address. Work for a machine
 is a task pinned to its worker. The head renews a lease on every worker each half second and
 watches that each worker is still there: a machine lost mid-run ends the run at once (MachineLost),
 a head lost leaves the workers to end what the run made there (emulation.remote.Reaper) within
@@ -25,13 +26,19 @@ class MachineLost(RunFailure):
     pass
 
 
+def _login(machine):
+    """asyncssh's options for a machine's ssh target (keys and known hosts as ~/.ssh has them)."""
+    user, _ = machine.ssh_user_host
+    return {"username": user} if user else {}
+
+
 class Engine:
     """with Engine(machines) as engine: engine.call("vm1", fn, *args)"""
 
     def __init__(self, machines, log=print, join_timeout=JOIN_TIMEOUT):
         self.machines, self.log, self.join_timeout = machines, log, join_timeout
         self.client = self.cluster = None
-        self.workers, self.lost = {}, None
+        self.workers, self.lost, self._reaping = {}, None, False
         self._stop = threading.Event()
 
     def __enter__(self):
@@ -40,6 +47,7 @@ class Engine:
             self._connect()
             self.workers = self._join()
             self.client.register_plugin(remote.Reaper(), name=remote.Reaper.name)
+            self._reaping = True
             threading.Thread(target=self._watch, daemon=True).start()
             self.log(f"machines: {len(self.workers)} Dask workers joined in {time.monotonic() - started:.1f} s "
                      f"({self.describe()})")
@@ -57,7 +65,8 @@ class Engine:
 
     # --- the cluster ----------------------------------------------------------------------
     def _connect(self):
-        from distributed import Client, SSHCluster
+        from distributed import Client, Scheduler, SpecCluster
+        from distributed.deploy.ssh import Worker as SSHWorker
         ms = self.machines
         if ms.scheduler:
             try:
@@ -66,19 +75,20 @@ class Engine:
                 raise TestbedError(f"the Dask scheduler at {ms.scheduler} did not answer ({e}): start it "
                                    "('dask scheduler') or leave scheduler out to start one over ssh") from None
             return
-        targets = [(None, ms.head)] + [m.ssh_user_host for m in ms.machines]
+        # SSHCluster's parts, but its scheduler here, on the head's underlay address: no ssh to the head
+        workers = {m.name: {"cls": SSHWorker, "options": {
+            "address": m.ssh_user_host[1], "connect_options": _login(m),
+            "kwargs": {"nthreads": 4, "death_timeout": DEATH_TIMEOUT}, "worker_class": "distributed.Worker",
+            "remote_python": sys.executable}} for m in ms.machines}
+        scheduler = {"cls": Scheduler, "options": {"host": ms.head, "port": 0, "dashboard": False,
+                                                   "worker_ttl": f"{DEATH_TIMEOUT}s"}}
         try:
-            self.cluster = SSHCluster(
-                [host for _, host in targets],
-                connect_options=[{"username": user} if user else {} for user, _ in targets],
-                worker_options={"nthreads": 4, "death_timeout": DEATH_TIMEOUT},
-                scheduler_options={"port": 0, "dashboard_address": None, "worker_ttl": f"{DEATH_TIMEOUT}s"},
-                worker_class="distributed.Worker", remote_python=sys.executable)
+            self.cluster = SpecCluster(workers, scheduler, name="testbed machines")
             self.client = Client(self.cluster, timeout=f"{self.join_timeout}s")
-        except Exception as e:   # asyncssh's and SSHCluster's own errors
-            raise TestbedError(f"Dask's SSHCluster could not start its workers ({type(e).__name__}: {e}): check "
-                               "that 'ssh TARGET true' works as root without a password for the head and every "
-                               "machine, and that the project is at the same path on each") from None
+        except Exception as e:   # asyncssh's and the cluster's own errors
+            raise TestbedError(f"Dask could not start the machines' workers over ssh ({type(e).__name__}: {e}): "
+                               "check that 'ssh TARGET true' works as root without a password for every machine, "
+                               "and that the project is set up at the same path on each") from None
 
     def _join(self):
         """{machine name: worker address}, once every machine's worker is there."""
@@ -95,7 +105,8 @@ class Engine:
             time.sleep(0.2)
 
     def _match(self, workers):
-        """A machine's worker: by name with a scheduler of the user's, by host with SSHCluster's."""
+        """A machine's worker: by name with a scheduler of the user's, by the address it came from
+        with the workers started over ssh."""
         found = {}
         for address, info in workers.items():
             for m in self.machines.machines:
@@ -122,7 +133,8 @@ class Engine:
         self._stop.set()
         if self.client is not None:
             with contextlib.suppress(Exception):
-                self.client.unregister_worker_plugin(remote.Reaper.name)
+                if self._reaping:
+                    self.client.unregister_worker_plugin(remote.Reaper.name)
             with contextlib.suppress(Exception):
                 self.client.close(timeout=5)
         if self.cluster is not None:

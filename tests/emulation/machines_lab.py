@@ -24,9 +24,12 @@ def _ip(*args, ns=None):
 class Lab:
     """with Lab(["a", "b"], mtu=9100) as lab: lab.machines_file(path, slots=1); lab.kill("b")"""
 
-    def __init__(self, names, mtu=9100):
-        """Each worker's log goes to lab.logs (a new temporary folder)."""
-        self.names, self.mtu = list(names), mtu
+    def __init__(self, names, mtu=9100, ssh=False):
+        """Each worker's log goes to lab.logs (a new temporary folder). ssh: no scheduler nor
+        workers of the lab's own; each machine runs an SSH server (ssh_server) instead, and the
+        machines file names ssh targets, for the engine to start its own (the client's key and
+        known hosts in lab.home/.ssh: give the engine HOME=lab.home)."""
+        self.names, self.mtu, self.ssh = list(names), mtu, ssh
         self.logs = Path(tempfile.mkdtemp(prefix="tbmlab-logs"))
         self.port, self.procs = free_port(), {}
 
@@ -47,6 +50,9 @@ class Lab:
                 _ip("link", "set", "eth0", "mtu", str(self.mtu), "up", ns=ns)
                 _ip("link", "set", "lo", "up", ns=ns)
             quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, "cwd": Path(__file__).parents[2]}
+            if self.ssh:
+                self._ssh_servers(quiet["cwd"])
+                return self
             self.procs["scheduler"] = subprocess.Popen(
                 [sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", HEAD, "--port", str(self.port),
                  "--no-dashboard"], **quiet)
@@ -61,14 +67,32 @@ class Lab:
             raise
         return self
 
+    def _ssh_servers(self, cwd):
+        import asyncssh
+        self.home = self.logs / "home"
+        (self.home / ".ssh").mkdir(parents=True)
+        client, host = asyncssh.generate_private_key("ssh-ed25519"), asyncssh.generate_private_key("ssh-ed25519")
+        client.write_private_key(self.home / ".ssh" / "id_ed25519")
+        client.write_public_key(self.logs / "authorized_keys")
+        host.write_private_key(self.logs / "host_key")
+        public = host.export_public_key().decode().strip()
+        (self.home / ".ssh" / "known_hosts").write_text("".join(f"{self.address(n)} {public}\n" for n in self.names))
+        for name in self.names:
+            server = self.procs[name] = subprocess.Popen(
+                ["ip", "netns", "exec", PREFIX + name, sys.executable, "-m", "tests.emulation.ssh_server",
+                 self.address(name), "22", str(self.logs / "host_key"), str(self.logs / "authorized_keys")],
+                cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            assert server.stdout.readline().strip() == "ready", f"the SSH server of {name} did not start"
+
     @property
     def scheduler(self):
         return f"tcp://{HEAD}:{self.port}"
 
     def machines_file(self, path, slots=1):
-        lines = [f'head = "{HEAD}"', f'scheduler = "{self.scheduler}"']
+        lines = [f'head = "{HEAD}"'] + ([] if self.ssh else [f'scheduler = "{self.scheduler}"'])
         for name in self.names:
             lines += ["[[machine]]", f'name = "{name}"', f'underlay = "{self.address(name)}"', f"slots = {slots}"]
+            lines += [f'ssh = "root@{self.address(name)}"'] if self.ssh else []
         Path(path).write_text("\n".join(lines) + "\n")
         return path
 

@@ -185,3 +185,31 @@ def test_a_run_the_preflight_refuses_writes_nothing(tmp_path):
     assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
     assert out.stderr.count("\n") == 1 and "does not carry a 9050-byte frame" in out.stderr
     assert not (tmp_path / "run").exists()
+
+
+def test_the_engine_starts_its_own_workers_over_ssh(tmp_path, monkeypatch):
+    # No scheduler in the file: the head runs one on its underlay address and starts each machine's
+    # worker over ssh (SSHCluster's worker class), here through each lab machine's SSH server.
+    with Lab(["a", "b"], ssh=True) as lab:
+        monkeypatch.setenv("HOME", str(lab.home))
+        ms = machines.load(lab.machines_file(tmp_path / "m.toml"))
+        assert ms.scheduler is None
+        with Engine(ms, log=print) as engine:
+            assert set(engine.workers) == {"a", "b"}
+            found = preflight(engine, TOPO, 9000, seconds=1)
+            assert min(found["bandwidth_mbit"].values()) >= 80
+        time.sleep(2)
+        assert _left(lab) == {"a": [], "b": []}       # the workers went with the engine
+
+
+def test_a_machine_ssh_cannot_reach_is_refused(tmp_path, monkeypatch):
+    with Lab(["a"], ssh=True) as lab:
+        monkeypatch.setenv("HOME", str(lab.home))
+        path = lab.machines_file(tmp_path / "m.toml")
+        path.write_text(path.read_text() + '[[machine]]\nname = "z"\nunderlay = "10.253.7.99"\nssh = "root@10.253.7.99"\n')
+        started = time.monotonic()
+        with pytest.raises(TestbedError, match="could not start the machines' workers over ssh"):
+            Engine(machines.load(path), join_timeout=10).__enter__()
+        assert time.monotonic() - started < 40
+        time.sleep(1)
+        assert _left(lab) == {"a": []}       # a's worker, started before z failed, went too
