@@ -206,7 +206,8 @@ def test_a_machine_ssh_cannot_reach_is_refused(tmp_path, monkeypatch):
     with Lab(["a"], ssh=True) as lab:
         monkeypatch.setenv("HOME", str(lab.home))
         path = lab.machines_file(tmp_path / "m.toml")
-        path.write_text(path.read_text() + '[[machine]]\nname = "z"\nunderlay = "10.253.7.99"\nssh = "root@10.253.7.99"\n')
+        unreachable = '[[machine]]\nname = "z"\nunderlay = "10.253.7.99"\nssh = "root@10.253.7.99"\n'
+        path.write_text(path.read_text() + unreachable)
         started = time.monotonic()
         with pytest.raises(TestbedError, match="could not start the machines' workers over ssh"):
             Engine(machines.load(path), join_timeout=10).__enter__()
