@@ -3,8 +3,8 @@
 Without a `scheduler` in the machines file, the head runs a Dask scheduler on its underlay address
 and starts one worker per machine over ssh, with SSHCluster's worker class (asyncssh; the project
 at the same path on each, run by its venv's Python); with one, the workers already attached to it
-are used. A machine's worker is the one named as the machine, or started over ssh from its address. Work for a machine
-is a task pinned to its worker. The head renews a lease on every worker each half second and
+are used. A machine's worker is the one named as the machine, or the one started over ssh from its
+address. Work for a machine is a task pinned to its worker. The head renews a lease on every worker each half second and
 watches that each worker is still there: a machine lost mid-run ends the run at once (MachineLost),
 a head lost leaves the workers to end what the run made there (emulation.remote.Reaper) within
 LEASE seconds, and a worker that loses its scheduler closes within DEATH_TIMEOUT and does the same.
