@@ -45,6 +45,7 @@ class Part:
                              refuse_overload=False, slot_count=self.slot_count, share=self.share)
         remote.made(self)
         self.emu.__enter__()
+        self.emu.record.add(directories=[self.folder])     # swept with the rest if the worker is killed
         me = os.getpid()
         self.sweeper = subprocess.Popen(
             [sys.executable, "-m", "testbed.emulation.sweeper", str(self.emu.record.path), str(me),
