@@ -69,19 +69,7 @@ exec .venv/bin/dask worker "$(arg scheduler)" --name "$(arg name)" --nthreads 4 
   --death-timeout 120
 EOF
 chmod +x "$MNT/root/machines-job.sh"
-cat > "$MNT/etc/systemd/system/machines-job.service" <<'EOF'
-[Unit]
-Description=ai-testbed machines check
-After=multi-user.target openvswitch-switch.service
-[Service]
-ExecStart=/root/machines-job.sh
-TimeoutStartSec=infinity
-[Install]
-WantedBy=multi-user.target
-EOF
-ln -sf /etc/systemd/system/machines-job.service "$MNT/etc/systemd/system/multi-user.target.wants/machines-job.service"
-rm -f "$MNT/etc/systemd/system/multi-user.target.wants/vm-check.service"
-ln -sf /dev/null "$MNT/etc/systemd/system/serial-getty@ttyS0.service"
+vm_job /root/machines-job.sh "ai-testbed machines check"
 umount "$MNT"
 
 accel=$(vm_accel)

@@ -97,20 +97,7 @@ sync
 systemctl poweroff || echo o > /proc/sysrq-trigger
 EOF
 chmod +x "$MNT/root/vm-check-job.sh"
-cat > "$MNT/etc/systemd/system/vm-check.service" <<'EOF'
-[Unit]
-Description=ai-testbed VM check
-After=multi-user.target openvswitch-switch.service
-[Service]
-Type=oneshot
-ExecStart=/root/vm-check-job.sh
-TimeoutStartSec=infinity
-[Install]
-WantedBy=multi-user.target
-EOF
-ln -sf /etc/systemd/system/vm-check.service "$MNT/etc/systemd/system/multi-user.target.wants/vm-check.service"
-# The console is the job's: a login prompt on it would hang up the job's writes to it.
-ln -sf /dev/null "$MNT/etc/systemd/system/serial-getty@ttyS0.service"
+vm_job /root/vm-check-job.sh "ai-testbed VM check" oneshot
 umount "$MNT"
 
 accel=$(vm_accel)

@@ -66,3 +66,25 @@ vm_accel() {
     echo "tcg -cpu max"      # no hardware virtualisation that boots a stock kernel: emulate the CPU
   fi
 }
+
+# The guest's one job at boot: the mounted image's unit ai-testbed-job.service runs SCRIPT (a path in
+# the guest) once Open vSwitch is up; it replaces the job of an earlier check.
+#   vm_job SCRIPT DESCRIPTION [SERVICE_TYPE]
+vm_job() {
+  local units="$MNT/etc/systemd/system"
+  cat > "$units/ai-testbed-job.service" <<EOF
+[Unit]
+Description=$2
+After=multi-user.target openvswitch-switch.service
+[Service]
+Type=${3:-simple}
+ExecStart=$1
+TimeoutStartSec=infinity
+[Install]
+WantedBy=multi-user.target
+EOF
+  ln -sf /etc/systemd/system/ai-testbed-job.service "$units/multi-user.target.wants/ai-testbed-job.service"
+  # The console is the job's: a login prompt on it would hang up the job's writes to it.
+  ln -sf /dev/null "$units/serial-getty@ttyS0.service"
+}
+

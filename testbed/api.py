@@ -27,7 +27,6 @@ from testbed.collectives.connections import flow_connections
 from testbed.collectives.data import ELEMENT_BYTES
 from testbed.collectives.placements import place
 from testbed.emulation import machines as machine_files
-from testbed.emulation import preflight
 from testbed.emulation.across import MachineEmulation
 from testbed.emulation.network import DEFAULT_MTU, Emulation
 from testbed.emulation.shaping import netem_available
@@ -207,9 +206,7 @@ def emulate(topo: Topology, routing: str = "deterministic", *, hash: str = "same
     if machines is not None:
         if slots > 1:
             raise TestbedError("the machines file gives each machine its slots: leave slots out")
-        ms = machine_files.load(machines)
-        preflight.require_machines(topo, mtu, ms)
-        return Emulated(MachineEmulation(topo, plan, folder, ms, mtu=mtu, log=log))
+        return Emulated(MachineEmulation(topo, plan, folder, machine_files.load(machines), mtu=mtu, log=log))
     return Emulated(Emulation(topo, plan, folder, mtu=mtu, log=log, slot_count=slots))
 
 

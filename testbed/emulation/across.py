@@ -10,6 +10,7 @@ machine's monotonic clock, are mapped onto the head's when the machine has anoth
 """
 import itertools
 import json
+import queue
 import subprocess
 import threading
 import time
@@ -125,7 +126,6 @@ class _Lines:
     """The stdout of a remote program: its lines as they come, None at the end."""
 
     def __init__(self):
-        import queue
         self.queue = queue.Queue()
 
     def put(self, line):
@@ -238,9 +238,7 @@ class MachineEmulation:
         self._keys = itertools.count()
 
     def __enter__(self):
-        preflight.check_mtu(self.mtu)
-        preflight.check_hosts(self.topo)
-        preflight.require_root()
+        preflight.require_machines(self.topo, self.mtu, self.machines)
         try:
             self._start()
         except BaseException:
@@ -366,7 +364,7 @@ class MachineEmulation:
                 self.set_link(link, up)
 
     def counters(self, nic):
-        return self._channel(nic.host).call("counters", nic.host, nic.intf)
+        return self._channel(nic.host).call("counters", nic)
 
     def cpu_monitor(self):
         return MachinesCpu(self)

@@ -28,7 +28,7 @@ def cut_link_load(topo, machines):
     for cut in part.cut_links():
         a, b = (owner[s] for s in cut.slots)
         if a != b:
-            load[tuple(sorted((a, b)))] += topo.rate
+            load[tuple(sorted((a, b)))] += cut.link.rate
     return part, dict(load)
 
 

@@ -108,10 +108,8 @@ class Part:
     def set_link(self, index, up):
         self.emu.set_link(self.topo.links[index], up)
 
-    def counters(self, host, intf):
-        from testbed.emulation import shaping
-        with shaping.netlink(self.emu.host(host).pid) as ipr:
-            return shaping.counters(ipr, intf)
+    def counters(self, nic):
+        return self.emu.counters(nic)
 
     def cpu_start(self):
         self.cpu = CpuMonitor("user").__enter__()
