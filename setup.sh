@@ -94,8 +94,8 @@ fi
 # conservative figures.
 if [ "${1:-}" != machine ] && \
     ! .venv/bin/python -c 'import sys; from testbed.fidelity import calibration; sys.exit(calibration.load()[0] is None)'; then
-  echo "== measuring what this machine forwards faithfully (run_scenario.py --calibrate, once, about 5 minutes)"
-  .venv/bin/python run_scenario.py --calibrate \
+  echo "== measuring what this machine forwards faithfully (run_scenario.py --calibrate default, once, about a minute)"
+  .venv/bin/python run_scenario.py --calibrate default \
     || echo "note: the calibration failed; runs use conservative figures until 'run_scenario.py --calibrate' succeeds" >&2
 fi
 

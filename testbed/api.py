@@ -201,6 +201,8 @@ def emulate(topo: Topology, routing: str = "deterministic", *, hash: str = "same
         raise TestbedError(f"unknown routing {routing!r}: use one of {', '.join(routes.MODES)}")
     if hash not in routes.HASHES:
         raise TestbedError(f"unknown hash {hash!r}: use one of {', '.join(routes.HASHES)}")
+    if not isinstance(slots, int) or slots < 1:
+        raise TestbedError(f"slots must be 1 or more (got {slots!r})")
     folder = Path(folder) if folder is not None else Path(tempfile.mkdtemp(prefix="testbed-"))
     plan = routes.plan(topo, routing, hash)
     if machines is not None:

@@ -74,7 +74,63 @@ def test_faithful_needs_both_the_total_and_the_slowest_flow_of_tcps_ceiling():
 def test_a_calibration_that_found_nothing_faithful_at_an_mtu_refuses_it(calibrated):
     calibration.store({(9000, "none"): 1280, (1500, "none"): 0}, rows=[])
     with pytest.raises(TestbedError, match="no faithful load at MTU 1500 .*: use --mtu 9000"):
-        capacity.check_rate(BiGraph(2, 8, rate=1), 1500)
+        capacity.check_rate(BiGraph(2, 8, rate=1), 1500, placement="none")
+
+
+def test_a_figure_measured_again_replaces_the_old_one_and_the_others_stay(calibrated):
+    calibration.store({(1500, "none"): 80}, rows=[{"mtu": 1500}])
+    found, _ = calibration.load()
+    assert found.figures == {(9000, "pinned"): 1440, (9000, "none"): 960, (1500, "pinned"): 240, (1500, "none"): 80}
+    assert found.data["rows"] == [{"mtu": 1500}] and "updated" in found.data
+
+
+def fake_machine(monkeypatch, faithful_up_to, flaky=()):
+    """calibrate.measure replaced: loads up to `faithful_up_to` pass; a load in `flaky` fails its
+    first try only. Returns the list of loads measured."""
+    from testbed.fidelity import calibrate
+    measured, failed_once = [], set()
+
+    def measure(topo, mtu, cpu, duration):
+        offered = round(topo.rate * calibrate.FLOWS)
+        measured.append(offered)
+        ok = offered <= faithful_up_to and not (offered in flaky and offered not in failed_once)
+        if offered in flaky:
+            failed_once.add(offered)
+        return {"mtu": mtu, "achieved_over_offered": 0.99 if ok else 0.8, "min_flow_ratio": 0.95 if ok else 0.5,
+                "busiest_core": 0.5, "busiest_core_softirq": 0.1}
+    monkeypatch.setattr(calibrate, "measure", measure)
+    return measured
+
+
+def test_the_search_finds_the_climbs_answer_in_a_few_rungs(monkeypatch):
+    from testbed.fidelity import calibrate
+    ladder = calibrate.LADDERS[9000]
+    for truth in [0] + ladder:
+        measured = fake_machine(monkeypatch, truth)
+        found, rows = calibrate.search(9000, "none", lambda line: None)
+        assert found == truth and len(rows) == len(measured)
+        assert len(set(measured)) <= 4 and len(measured) <= 8, (truth, measured)   # a climb: up to 10 rungs
+
+
+def test_a_rung_that_fails_once_takes_a_third_try(monkeypatch):
+    from testbed.fidelity import calibrate
+    measured = fake_machine(monkeypatch, 1280, flaky={960})
+    assert calibrate.search(9000, "none", lambda line: None)[0] == 1280
+    assert measured.count(960) == 3
+
+
+def test_a_run_measures_only_the_figure_it_lacks(calibrated, monkeypatch):
+    from testbed.fidelity import calibrate
+    calibration.store({(9000, "none"): 960}, rows=[])
+    calibrated.write_text(calibrated.read_text().replace('"mtu": 1500', '"mtu": 1280'))   # no 1500 figures
+    measured = fake_machine(monkeypatch, 120)
+    calibrate.ensure(9000, "none", log=lambda line: None)
+    assert measured == []                                                  # stored: nothing to do
+    calibrate.ensure(4000, "none", log=lambda line: None)                  # reads the MTU 1500 figure
+    assert set(measured) <= set(calibrate.LADDERS[1500]) and calibration.load()[0].figures[1500, "none"] == 120
+    monkeypatch.setenv("AI_TESTBED_CALIBRATION", str(calibrated.parent / "missing.json"))
+    calibrate.ensure(1500, "pinned", log=lambda line: None)                # uncalibrated: --calibrate's job
+    assert not (calibrated.parent / "missing.json").exists()
 
 
 def test_auto_placement_follows_the_calibration(calibrated, monkeypatch):

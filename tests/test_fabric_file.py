@@ -52,6 +52,18 @@ BAD = [
      "has rate 0: use 1 to 10000 Mbit/s"),
     ('{"switches": [], "hosts": [], "links": []}', "'switches' should be a non-empty list"),
     ('{"switches": [', "not valid JSON"),
+    # the cases a new user's files reached (before: a KeyError after 58 s of building, a traceback, or built)
+    ('{"switches": [{"label": "s"}, {"label": "t"}], "hosts": [{"name": "a"}, {"name": "b"}], '
+     '"links": [{"a": "a", "b": "s"}, {"a": "b", "b": "t"}]}', "hosts a and b cannot reach each other"),
+    ('{"switches": [{"label": "s"}], "hosts": [{"name": "a"}, {"name": "b"}], '
+     '"links": [{"a": "a", "b": "s"}, {"a": "a", "b": "b"}]}', "link a-b joins two hosts"),
+    ('{"switches": [{"label": "s"}], "hosts": [{"name": "a"}, {"name": "b"}], '
+     '"links": [{"a": "a", "b": "s"}, {"a": "b", "b": "s"}, {"a": "s", "b": "s"}]}', "link s-s joins a node to itself"),
+    ('{"switches": [{"label": "s"}], "hosts": [{"name": "a", "ports": [{"ip": "999.1.1.1"}]}, {"name": "b"}], '
+     '"links": [{"a": "a", "b": "s"}, {"a": "b", "b": "s"}]}', "has address '999.1.1.1', which is not IPv4"),
+    ('{"switches": [{"label": "s"}], "hosts": [{"name": "a", "ports": [{"ip": "10.0.0.1"}]}, '
+     '{"name": "b", "ports": [{"ip": "10.0.0.1"}]}], "links": [{"a": "a", "b": "s"}, {"a": "b", "b": "s"}]}',
+     "address 10.0.0.1 is given to a and b"),
 ]
 
 
@@ -64,3 +76,21 @@ def test_a_bad_fabric_file_is_refused_in_one_line(text, message, tmp_path):
 
 def test_a_missing_fabric_file_is_refused(tmp_path):
     assert "no such file" in refused(["fabric_check", "--topology", str(tmp_path / "none.json")], tmp_path)
+
+
+def test_a_fabric_file_that_is_not_text_is_refused(tmp_path):
+    file = tmp_path / "fabric.json"
+    file.write_bytes(bytes(range(256)) * 4)
+    assert "not a text file" in refused(["fabric_check", "--topology", str(file)], tmp_path)
+
+
+def test_addresses_of_the_file_that_the_testbed_renumbers_are_said_to_be(tmp_path):
+    file = tmp_path / "fabric.json"
+    topo = BiGraph(1, 2)
+    data = json.loads(json.dumps(topo.to_dict()))
+    data["hosts"][1]["ports"][0]["ip"] = "10.0.0.77"
+    file.write_text(json.dumps(data))
+    read = from_spec(str(file))
+    assert [p.ip for p in read.nic_ports()] == [p.ip for p in topo.nic_ports()]
+    assert len(read.notes) == 1 and "1 host address of the file reassigned" in read.notes[0]
+    assert "h1 10.0.0.77 -> 10.0.0.2" in read.notes[0] and from_spec("bigraph:1,2").notes == ()

@@ -127,6 +127,9 @@ BAD = [  # (options, what the one line must say); every scenario's options, buil
     (["fabric_check", "--machines", "tests/data/machines_two.toml", "--cpu-placement", "pinned"],
      "with --machines use none"),
     (["fabric_check", "--machines", "tests/data/machines_two.toml", "--cli"], "drop --machines"),
+    (["fabric_check", "--slots", "0"], "--slots must be 1 or more"),
+    (["fabric_check", "--slots", "-1"], "--slots must be 1 or more"),
+    (["fabric_check", "--topology", "leafspine:1,1,4", "--slots", "2"], "which no shortest path between hosts"),
 ]
 
 

@@ -35,6 +35,24 @@ def test_a_comparison_reports_both_forms_and_the_gain_with_its_interval():
     assert percent(interval([0.1])) == "+10%"
 
 
+def test_a_zero_baseline_is_never_dropped_silently():
+    """The defect: hpn7_planes printed a queue gain "+28667% (3 paired trials)" out of 8, because
+    every trial whose single-plane queue was 0 fell out of the ratio."""
+    pairs = [(0.0, 300.0), (0.0, 10.0), (200.0, 0.0), (100.0, 50.0)]
+    ratio = Comparison("queue", ("single", "dual"), pairs)
+    assert ratio.gain.n == 2 and [t for t, _ in ratio.left_out] == [0, 1]
+    assert "2 of 4 paired trials (2 left out: trial 0: single was 0, a ratio's baseline" in ratio.line()
+    difference = Comparison("queue", ("single", "dual"), pairs, digits=0, by="difference")
+    assert difference.gain.n == 4 and difference.left_out == []
+    assert difference.gain.mean == pytest.approx((300 + 10 - 200 - 50) / 4)
+    assert "dual +15 [" in difference.line() and "(difference) (4 paired trials;" in difference.line()
+    row = difference.row(("single", "dual"))
+    assert row["trials"] == row["paired"] == 4 and row["by"] == "difference" and row["left_out"] == ""
+    assert ratio.to_dict()["left_out"][0] == {"trial": 0, "why": "single was 0, a ratio's baseline"}
+    with pytest.raises(ValueError):
+        Comparison("x", ("a", "b"), pairs, by="quotient")
+
+
 def test_trials_alternate_which_form_runs_first():
     assert [trial_order("ab", t) for t in range(3)] == [["a", "b"], ["b", "a"], ["a", "b"]]
 

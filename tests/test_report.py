@@ -55,3 +55,26 @@ def test_a_split_run_reports_its_slots(tmp_path):
                           "user", "3.1", "").read_text()
     assert "split into 2 slot(s) (switches+hosts: 4+8, 4+8), 8 link(s) cut of 16" in text
     assert "underlay of MTU 9050" in text
+
+
+def test_rows_the_verdict_flagged_are_drawn_hollow_and_every_figure_has_its_title(tmp_path, monkeypatch):
+    from testbed.report.folder import RunFolder
+    drawn = {}
+    save = plots._save
+    monkeypatch.setattr(plots, "_save", lambda fig, path, title="": drawn.update(fig=fig, title=title) or
+                        save(fig, path, title))
+    ok = {"emulator_bottleneck": False}
+    rows = [{"algorithm": "hdrm", "size": 1024, "busbw_over_link": 0.3, "emulator_bottleneck": True},
+            {"algorithm": "hdrm", "size": 4096, "busbw_over_link": 0.6, **ok},
+            {"algorithm": "ring", "size": 1024, "busbw_over_link": 0.1, **ok, "congestion": True}]
+    folder = RunFolder(tmp_path).create()
+    folder.figure("busbw.png", plots.busbw_by_size, rows, link_mbit=10, fabric="BiGraph(2,8)")
+    assert drawn["title"].startswith("busbw: BiGraph(2,8) (") and folder.date in drawn["title"]
+    ax = drawn["fig"].axes[0]
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert labels[-1].startswith("flagged by the verdict") and labels[:2] == ["hdrm", "ring"]
+    hollow = [line for line in ax.lines if line.get_markerfacecolor() == "white" and len(line.get_xdata())]
+    assert sorted(x for line in hollow for x in line.get_xdata()) == [1024, 1024]     # hdrm's BOTTLENECK, ring's LOSS
+    assert (tmp_path / "busbw.png").read_bytes().startswith(PNG)
+    plots.busbw_by_size(rows[1:2], tmp_path / "clean.png", 10)
+    assert "flagged by the verdict" not in [t.get_text() for t in drawn["fig"].axes[0].get_legend().get_texts()]

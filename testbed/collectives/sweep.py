@@ -42,11 +42,7 @@ def available_memory():
 def check_sweep(size_list, ranks, variants, link_bytes, warmup, iters):
     """Refuse a sweep this machine cannot hold in memory or finish in reasonable time."""
     largest = max(size_list)
-    memory, have = RANK_MEMORY_PER_BYTE * largest * ranks, available_memory()
-    if memory > have / 2:
-        fits = int(have / 2 / RANK_MEMORY_PER_BYTE / ranks)
-        raise TestbedError(f"a {largest}-byte allreduce on {ranks} ranks needs about {memory / 2**30:.1f} GiB of "
-                           f"memory, this machine has {have / 2**30:.1f} GiB free: use --max-bytes {fits} or less")
+    check_memory(largest, ranks, lambda fits: f"use --max-bytes {fits} or less")
     floor = 2 * largest / link_bytes      # busbw cannot exceed the link rate
     if floor > MAX_ITERATION_S:
         raise TestbedError(f"one allreduce of {largest} bytes takes at least {floor:.0f} s at "
@@ -57,6 +53,16 @@ def check_sweep(size_list, ranks, variants, link_bytes, warmup, iters):
     if total > MAX_SWEEP_S:
         raise TestbedError(f"this sweep would take at least {total / 3600:.0f} hours: use fewer --iters, "
                            "a smaller --max-bytes or a higher --rate")
+
+
+def check_memory(largest, ranks, fix, what="allreduce"):
+    """Refuse a collective of `largest` bytes on `ranks` ranks that this machine's free memory cannot
+    hold; fix(the largest size that fits) names what to change."""
+    memory, have = RANK_MEMORY_PER_BYTE * largest * ranks, available_memory()
+    if memory > have / 2:
+        fits = int(have / 2 / RANK_MEMORY_PER_BYTE / ranks)
+        raise TestbedError(f"a {largest}-byte {what} on {ranks} ranks needs about {memory / 2**30:.1f} GiB of "
+                           f"memory, this machine has {have / 2**30:.1f} GiB free: {fix(fits)}")
 
 
 def place_variants(topo, variants, collective="allreduce", size_list=()):

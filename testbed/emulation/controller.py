@@ -27,7 +27,8 @@ class Controller:
             [sys.executable, "-m", "controllers", "--routing", str(self.plan_file),
              "--topology", str(self.topology_file),
              "--ofp-listen-host", self.host, "--ofp-tcp-listen-port", str(self.port)],
-            cwd=PROJECT, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+            cwd=PROJECT, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            start_new_session=True)   # a signal to the run's process group (Ctrl-C, timeout) is the run's to handle
         return self.proc.pid
 
     def wait_ready(self, bridges, timeout=60.0):

@@ -24,9 +24,9 @@ from testbed.emulation import ovs, placement, preflight, runrecord, sendbuffer, 
 from testbed.emulation.controller import Controller, wait_for_rules
 from testbed.emulation.programs import LOOPBACK, POPEN, Program, argv
 from testbed.emulation.watchdog import Watchdog
-from testbed.errors import Interrupted, TestbedError
+from testbed.errors import TestbedError
 from testbed.fidelity.verdict import CpuMonitor
-from testbed.interrupts import interruptible, shielded
+from testbed.interrupts import interrupted, interruptible, shielded
 from testbed.topology import interface
 from testbed.topology.slots import partition
 
@@ -418,7 +418,7 @@ class Emulation:
         finally:
             self._signals.__exit__(None, None, None)
         if caught and error is None:
-            raise Interrupted(caught[0])
+            raise interrupted(caught[0])
 
     def _remove(self):
         # Not net.stop(): it talks to each node's shell, and hangs on a half-built network.
@@ -449,7 +449,8 @@ class Emulation:
         if switch and self.slots:
             proc = self.slots[self.partition.slot_of[switch]].holder.popen(args, **kwargs)
         else:
-            proc = self.host(host).popen(args, **kwargs) if host else subprocess.Popen(args, **kwargs)
+            proc = self.host(host).popen(args, **kwargs) if host else \
+                subprocess.Popen(args, **{"start_new_session": True, **kwargs})   # as mnexec -d does in a host
         self.record.add(pids=[proc.pid])
         return proc
 
@@ -483,7 +484,7 @@ class Emulation:
                 with shaping.netlink(pid) as ipr:
                     drops += sum(q["drops"] for q in shaping.queue_stats_all(ipr, [intf for intf, _ in ports]).values())
         if caught:
-            raise Interrupted(caught[0])
+            raise interrupted(caught[0])
         return drops
 
     def underlay_errors(self):

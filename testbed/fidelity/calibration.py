@@ -43,14 +43,19 @@ def faithful(row):
 
 
 def store(results, rows):
-    """results: {(mtu, placement): faithful offered Mbit/s}; rows: every measurement behind them."""
-    data = {"date": time.strftime("%Y-%m-%d %H:%M:%S"), "machine": machine(),
+    """results: {(mtu, placement): faithful offered Mbit/s}; rows: every measurement behind them.
+    Merged into this machine's stored calibration: a figure measured again replaces the old one."""
+    found, _ = load()
+    figures = dict(found.figures) if found else {}
+    figures.update(results)
+    date = time.strftime("%Y-%m-%d %H:%M:%S")
+    data = {"date": found.data["date"] if found else date, "updated": date, "machine": machine(),
             "criterion": {"achieved_over_offered": FAITHFUL_TOTAL, "min_flow_ratio": FAITHFUL_SLOWEST,
                           "of": "TCP's goodput ceiling at the MTU"},
             "datapath": "user",
             "faithful_mbit": [{"mtu": mtu, "placement": where, "offered_mbit": mbit}
-                              for (mtu, where), mbit in sorted(results.items())],
-            "rows": rows}
+                              for (mtu, where), mbit in sorted(figures.items())],
+            "rows": (found.data.get("rows", []) if found else []) + rows}
     target = path()
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_suffix(".tmp")

@@ -1,8 +1,14 @@
 """PNG figures of the scenarios' results (matplotlib, no screen needed).
 
+Every figure is drawn as draw(..., path, title=...) and carries its title (``RunFolder.figure``
+gives the fabric and the run's date), so that a figure lifted out of its folder still says what it
+shows. A row the verdict flagged (the emulator's CPU, drops, above the link: ``fidelity.verdict``)
+is drawn hollow, with a legend entry saying so: it is not a measurement of the emulated network.
+
 matplotlib is imported when the first figure is drawn, not before: a run that is refused (or a
 user who is not root) never sees its cache warnings.
 """
+from testbed.fidelity.verdict import flag
 
 
 def _pyplot():
@@ -12,12 +18,27 @@ def _pyplot():
     return plt
 
 
-def _log2_lines(rows, path, series, x, y, xlabel, ylabel, top, reference=None):
-    """One line of (row[x], row[y]) per series(row), x on a log-2 axis, y from 0 to top."""
+def flagged(row):
+    """Whether the verdict flagged the row (its points are drawn hollow)."""
+    return "emulator_bottleneck" in row and flag(row) != "ok"
+
+
+def _log2_lines(rows, path, series, x, y, xlabel, ylabel, top, reference=None, title=""):
+    """One line of (row[x], row[y]) per series(row), x on a log-2 axis, y from 0 to top; points of
+    rows the verdict flagged hollow."""
     fig, ax = _pyplot().subplots(figsize=(7, 4.5))
+    hollow = False
     for name in dict.fromkeys(series(r) for r in rows):
-        mine = sorted((r[x], r[y]) for r in rows if series(r) == name)
-        ax.plot([a for a, _ in mine], [b for _, b in mine], marker="o", label=name)
+        mine = sorted((r[x], r[y], flagged(r)) for r in rows if series(r) == name)
+        line, = ax.plot([a for a, _, _ in mine], [b for _, b, _ in mine], marker="o", label=name)
+        bad = [(a, b) for a, b, f in mine if f]
+        if bad:
+            hollow = True
+            ax.plot([a for a, _ in bad], [b for _, b in bad], linestyle="none", marker="o", markersize=9,
+                    markerfacecolor="white", markeredgecolor=line.get_color())
+    if hollow:
+        ax.plot([], [], linestyle="none", marker="o", markerfacecolor="white", markeredgecolor="black",
+                label="flagged by the verdict (BOTTLENECK, LOSS or ABOVE-LINK)")
     if reference is not None:
         ax.axhline(reference, color="grey", linewidth=0.5)
     ax.set_xscale("log", base=2)
@@ -26,16 +47,16 @@ def _log2_lines(rows, path, series, x, y, xlabel, ylabel, top, reference=None):
     ax.set_ylim(0, top)
     ax.grid(alpha=0.3)
     ax.legend()
-    _save(fig, path)
+    _save(fig, path, title)
 
 
-def busbw_by_size(rows, path, link_mbit, series=lambda row: row["algorithm"]):
+def busbw_by_size(rows, path, link_mbit, series=lambda row: row["algorithm"], title=""):
     """busbw / link rate against message size, one line per algorithm (or per series(row))."""
     _log2_lines(rows, path, series, "size", "busbw_over_link", "message size (bytes)",
-                f"busbw / link rate ({link_mbit:g} Mbit/s)", 1.1)
+                f"busbw / link rate ({link_mbit:g} Mbit/s)", 1.1, title=title)
 
 
-def flows_heatmap(panels, path):
+def flows_heatmap(panels, path, title=""):
     """Flows per directed switch-to-switch link (rows) and step (columns); panels is
     [(title, [{"step", "link", "flows"}], steps)]."""
     fig, axes = _pyplot().subplots(1, len(panels), figsize=(5 * len(panels), 6), squeeze=False)
@@ -51,10 +72,10 @@ def flows_heatmap(panels, path):
         ax.set_yticks(range(len(links)))
         ax.set_yticklabels(links, fontsize=6)
         fig.colorbar(image, ax=ax, label="flows on the link")
-    _save(fig, path)
+    _save(fig, path, title)
 
 
-def queue_over_time(series, path, limit):
+def queue_over_time(series, path, limit, title=""):
     """Queue depth (packets) at the bottleneck against time, one line per fan-in (first round)."""
     fig, ax = _pyplot().subplots(figsize=(8, 4.5))
     for k in dict.fromkeys(s["fanin"] for s in series):
@@ -67,16 +88,18 @@ def queue_over_time(series, path, limit):
     ax.set_ylabel("queue (packets)")
     ax.grid(alpha=0.3)
     ax.legend()
-    _save(fig, path)
+    _save(fig, path, title)
 
 
-def _save(fig, path):
+def _save(fig, path, title=""):
+    if title:
+        fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     _pyplot().close(fig)
 
 
-def load_per_link(links, tiers, path):
+def load_per_link(links, tiers, path, title=""):
     """Bytes per directed link over its tier's mean, links sorted busiest first, for each tier
     (rows) and workload (columns), planes=1 against planes=2; trial 0. links: rows with planes,
     workload, trial, tier, bytes."""
@@ -101,10 +124,10 @@ def load_per_link(links, tiers, path):
             if row == 0:
                 ax.legend(fontsize=8)
         axes[-1][col].set_xlabel("links, busiest first")
-    _save(fig, path)
+    _save(fig, path, title)
 
 
-def queues_by_form(series, path):
+def queues_by_form(series, path, title=""):
     """Largest backlog over the sampled ports against time, one panel per workload, single against
     dual plane. series: {(planes, workload): {port: [(time, packets, bytes, drops)]}}."""
     plt = _pyplot()
@@ -127,10 +150,10 @@ def queues_by_form(series, path):
         ax.set_ylabel("backlog (KB)")
         ax.grid(alpha=0.3)
         ax.legend()
-    _save(fig, path)
+    _save(fig, path, title)
 
 
-def failure_timeline(timelines, windows, path):
+def failure_timeline(timelines, windows, path, title=""):
     """busbw/link of each iteration against the time it ended, one panel per fabric, failure
     windows shaded. timelines: {fabric: [{"end_s", "busbw_over_link"}]}; windows: {name: (from, to)}."""
     plt = _pyplot()
@@ -145,10 +168,10 @@ def failure_timeline(timelines, windows, path):
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8, loc="lower right")
     axes[-1, 0].set_xlabel("time (s), iterations at their end")
-    _save(fig, path)
+    _save(fig, path, title)
 
 
-def busbw_by_case(rows, path):
+def busbw_by_case(rows, path, title=""):
     """Mean busbw over the NIC's capacity per case, single against dual plane. rows: with case,
     planes, busbw_over_nic."""
     plt = _pyplot()
@@ -166,11 +189,11 @@ def busbw_by_case(rows, path):
     ax.set_ylabel("busbw / NIC capacity (2 ports)")
     ax.grid(alpha=0.3, axis="y")
     ax.legend()
-    _save(fig, path)
+    _save(fig, path, title)
 
 
-def linear_ratio(rows, base_ranks, path):
+def linear_ratio(rows, base_ranks, path, title=""):
     """The linear-scaling ratio against rank count, one line per system. rows: system, ranks,
     linear_ratio."""
     _log2_lines(rows, path, lambda r: r["system"], "ranks", "linear_ratio", "ranks (N)",
-                f"throughput(N) / ((N/{base_ranks}) x throughput({base_ranks}))", 1.15, reference=1.0)
+                f"throughput(N) / ((N/{base_ranks}) x throughput({base_ranks}))", 1.15, reference=1.0, title=title)

@@ -40,6 +40,7 @@ class RunFolder:
 
     def __init__(self, path):
         self.path, self.files = Path(path), []
+        self.date = time.strftime("%Y-%m-%d %H:%M")
 
     def create(self):
         try:
@@ -102,9 +103,11 @@ class RunFolder:
         finally:
             self.json(name, data)
 
-    def figure(self, name, draw, *args, **kwargs):
-        """draw(*args, path, **kwargs) from report.figures writes the PNG."""
-        draw(*args, self._written(name), **kwargs)
+    def figure(self, name, draw, *args, fabric="", **kwargs):
+        """draw(*args, path, title=..., **kwargs) from report.figures writes the PNG, titled with
+        what it shows, the fabric (a name, or a few joined) and the run's date."""
+        title = f"{name.rsplit('.', 1)[0].replace('_', ' ')}: {fabric or 'this run'} ({self.date})"
+        draw(*args, self._written(name), title=title, **kwargs)
         return self.path / name
 
     def listing(self):

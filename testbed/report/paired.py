@@ -6,9 +6,12 @@ The pairing: trial t draws fresh 5-tuples from seed + t (``routing.hashing.Draw`
 forms on them, one right after the other, the first form first in even trials and second in odd
 ones, so that a drift of the machine over the run falls on both alike. The gain of trial t is
 b_t / a_t - 1; its interval is Student's t over the trials' gains (paired: the draw's own luck,
-which both forms share, cancels out of each ratio). An interval that excludes zero shows a
-difference at 95% confidence; one that includes it shows none, which is not the same as showing
-there is none.
+which both forms share, cancels out of each ratio). A figure that can be zero (a queue, drops,
+idle links) is compared by its difference b_t - a_t instead: a ratio over a zero baseline is no
+number, and leaving those trials out would keep only the trials that favour one form. An interval
+that excludes zero shows a difference at 95% confidence; one that includes it shows none, which is
+not the same as showing there is none. Every line says how many trials it is over, and why any
+trial is left out.
 """
 import math
 from dataclasses import asdict, dataclass
@@ -46,9 +49,21 @@ def interval(values, confidence=CONFIDENCE):
     return Estimate(mean, mean - half, mean + half, n)
 
 
+BY = ("ratio", "difference")
+
+
+def _measured(v):
+    return v is not None and math.isfinite(v)
+
+
 def gains(pairs):
     """b / a - 1 for each (a, b) pair in which both were measured and a is not zero."""
-    return [b / a - 1 for a, b in pairs if a is not None and b is not None and a]
+    return [b / a - 1 for a, b in pairs if _measured(a) and _measured(b) and a]
+
+
+def differences(pairs):
+    """b - a for each (a, b) pair in which both were measured."""
+    return [b - a for a, b in pairs if _measured(a) and _measured(b)]
 
 
 def trial_order(forms, trial):
@@ -58,11 +73,17 @@ def trial_order(forms, trial):
 
 @dataclass
 class Comparison:
-    """One figure compared over paired trials: pairs[t] = (form a's value, form b's value)."""
+    """One figure compared over paired trials: pairs[t] = (form a's value, form b's value). by:
+    'ratio' (the gain is b / a - 1) or 'difference' (b - a, for a figure that can be zero)."""
     name: str
     labels: tuple          # (form a, form b), as a person names them
     pairs: list
     digits: int = 2
+    by: str = "ratio"
+
+    def __post_init__(self):
+        if self.by not in BY:
+            raise ValueError(f"by must be one of {BY} (got {self.by!r})")
 
     @property
     def a(self):
@@ -74,17 +95,45 @@ class Comparison:
 
     @property
     def gain(self):
-        return interval(gains(self.pairs))
+        """b over a less one (by ratio), or b less a (by difference), per trial: mean and interval."""
+        return interval(gains(self.pairs) if self.by == "ratio" else differences(self.pairs))
+
+    @property
+    def left_out(self):
+        """[(trial, why)] for every trial the gain is not over."""
+        out = []
+        for t, (a, b) in enumerate(self.pairs):
+            missing = [label for label, v in zip(self.labels, (a, b)) if not _measured(v)]
+            if missing:
+                out.append((t, f"no {' or '.join(missing)} value"))
+            elif self.by == "ratio" and not a:
+                out.append((t, f"{self.labels[0]} was 0, a ratio's baseline"))
+        return out
 
     def line(self):
         a, b, gain = self.a, self.b, self.gain
+        effect = percent(gain) if self.by == "ratio" else signed(gain, self.digits)
         return (f"{self.name}: {self.labels[0]} {figure(a, self.digits)}, {self.labels[1]} {figure(b, self.digits)}; "
-                f"{self.labels[1]} {percent(gain)} {verdict(gain)}")
+                f"{self.labels[1]} {effect}{'' if self.by == 'ratio' else ' (difference)'} "
+                f"{verdict(gain, len(self.pairs), self.left_out)}")
+
+    def row(self, names=("a", "b")):
+        """One flat CSV row: each form's mean and interval under `names`, the gain's, and the trials."""
+        row = {}
+        for label, e in ((names[0], self.a), (names[1], self.b), ("gain", self.gain)):
+            row.update({label: _clean(e.mean), f"{label}_lo": _clean(e.lo), f"{label}_hi": _clean(e.hi)})
+        return dict(row, by=self.by, excludes_zero=self.gain.excludes(0.0), trials=len(self.pairs),
+                    paired=self.gain.n, left_out="; ".join(f"trial {t}: {why}" for t, why in self.left_out))
 
     def to_dict(self):
-        return {"name": self.name, "labels": list(self.labels), "pairs": self.pairs,
+        return {"name": self.name, "labels": list(self.labels), "pairs": self.pairs, "by": self.by,
                 "a": self.a.to_dict(), "b": self.b.to_dict(), "gain": self.gain.to_dict(),
-                "gain_excludes_zero": self.gain.excludes(0.0)}
+                "gain_excludes_zero": self.gain.excludes(0.0), "trials": len(self.pairs),
+                "left_out": [{"trial": t, "why": why} for t, why in self.left_out]}
+
+
+def _clean(v):
+    return None if v is None or (isinstance(v, float) and math.isnan(v)) else round(v, 4)
 
 
 def figure(e, digits=2):
@@ -105,8 +154,24 @@ def percent(e):
     return f"{100 * e.mean:+.0f}% [{100 * e.lo:+.0f}%, {100 * e.hi:+.0f}%]"
 
 
-def verdict(e):
+def signed(e, digits=2):
+    """'-1.25 [-1.90, -0.60]' for a difference."""
+    if not e.n:
+        return "-"
+    if math.isnan(e.lo):
+        return f"{e.mean:+.{digits}f}"
+    return f"{e.mean:+.{digits}f} [{e.lo:+.{digits}f}, {e.hi:+.{digits}f}]"
+
+
+def verdict(e, trials=None, left_out=()):
+    """'(7 of 8 paired trials, trial 3 left out: ...; the 95% interval excludes zero)'."""
+    over = f"{e.n} paired trial{'s' if e.n != 1 else ''}" if trials in (None, e.n) else \
+        f"{e.n} of {trials} paired trials"
+    if left_out:
+        shown = "; ".join(f"trial {t}: {why}" for t, why in left_out[:3])
+        more = f"; {len(left_out) - 3} more" if len(left_out) > 3 else ""
+        over += f" ({len(left_out)} left out: {shown}{more})"
     if e.n < 2:
-        return f"({e.n} trial: no interval)"
+        return f"({over}: no interval)"
     said = "excludes zero" if e.excludes(0.0) else "includes zero: no difference shown"
-    return f"({e.n} paired trials; the 95% interval {said})"
+    return f"({over}; the 95% interval {said})"

@@ -93,6 +93,7 @@ def positive_int(name, value):
 class Topology:
     """Base class: call the add_* helpers from build()."""
     shared_nic_address = False   # True: a host's NIC ports share one IP and MAC (one bonded NIC)
+    notes = ()                   # what a user should be told about how the fabric was read, one line each
 
     def __init__(self, rate=DEFAULT_RATE, queue=DEFAULT_QUEUE, delay=0.0):
         if not rate > 0:
@@ -263,6 +264,6 @@ class Topology:
             "shared_nic_address": self.shared_nic_address,
             "switches": [vars(s) | {"dpid": s.dpid} for s in self.switches.values()],
             "hosts": [{"name": h.name, "server": h.server, "rail": h.rail,
-                       "ports": [vars(p) for p in h.ports]} for h in self.hosts.values()],
-            "links": [vars(link) for link in self.links],
+                       "ports": [dict(vars(p)) for p in h.ports]} for h in self.hosts.values()],
+            "links": [dict(vars(link)) for link in self.links],
         }

@@ -83,7 +83,38 @@ def partition(topo, slots):
         return Partition(topo, _bigraph(topo, slots))
     if isinstance(topo, HPN7):
         return Partition(topo, _hpn7(topo, slots))
-    return Partition(topo, _metis(topo, slots))
+    split = Partition(topo, _metis(topo, slots))
+    idle = _idle_cut_links(topo, split.cut_links())
+    if idle:
+        link = idle[0].link
+        raise TestbedError(f"{topo.name} split into {slots} slots cuts link {topo.switches[link.a].label}-"
+                           f"{topo.switches[link.b].label}, which no shortest path between hosts crosses, so the "
+                           "slots would carry nothing between them: use fewer --slots")
+    return split
+
+
+def _idle_cut_links(topo, cut):
+    """The cut links that lie on no shortest path between two hosts' switches."""
+    neighbours = {s: [] for s in topo.switches}
+    for link in topo.fabric_links():
+        neighbours[link.a].append(link.b)
+        neighbours[link.b].append(link.a)
+    edges = sorted({sw for switches in attachments(topo).values() for sw in switches})
+    distance = {}
+    for start in edges:
+        d, todo = {start: 0}, [start]
+        for node in todo:
+            for other in neighbours[node]:
+                if other not in d:
+                    d[other] = d[node] + 1
+                    todo.append(other)
+        distance[start] = d
+    inf = float("inf")
+
+    def used(u, v):
+        return any(distance[s].get(u, inf) + 1 + distance[t].get(v, inf) == distance[s].get(t, inf)
+                   for s in edges for t in edges)
+    return [c for c in cut if not (used(c.link.a, c.link.b) or used(c.link.b, c.link.a))]
 
 
 def max_slots(topo):
