@@ -3,6 +3,7 @@
 import contextlib
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 VENV = Path(__file__).resolve().parent / ".venv"
@@ -26,15 +27,17 @@ if __name__ == "__main__":
 import argparse  # noqa: E402  (after the venv check: these need the venv's packages)
 
 from scenarios import DEFAULT, SCENARIOS  # noqa: E402
-from testbed.emulation import across, machine_check, machines, ovs, placement, preflight, runrecord, slots  # noqa: E402
-from testbed.emulation.engine import Engine  # noqa: E402
+from testbed.emulation import capacity, cores, ovs, preflight, runrecord  # noqa: E402
 from testbed.emulation.explore import explore  # noqa: E402
+from testbed.emulation.settings import RunSettings  # noqa: E402
 from testbed.errors import Interrupted, TestbedError  # noqa: E402
-from testbed.fidelity import capacity  # noqa: E402
+from testbed.experiments.experiment import Experiment  # noqa: E402
 from testbed.fidelity.calibrate import FIRST, ensure  # noqa: E402
 from testbed.fidelity.calibrate import calibrate as measure_capacity  # noqa: E402
 from testbed.interrupts import interruptible  # noqa: E402
 from testbed.interrupts import name as signal_name  # noqa: E402
+from testbed.machines import checks, inventory  # noqa: E402
+from testbed.machines.engine import Engine  # noqa: E402
 from testbed.report import markdown  # noqa: E402
 from testbed.report.folder import RunFolder, check_writable, default_path  # noqa: E402
 
@@ -67,7 +70,7 @@ def parser():
             continue                        # a model only: the emulation's options mean nothing to it
         p.add_argument("--cli", action="store_true", help="build this scenario's fabric, controller and routes and "
                        "open Mininet's CLI on it instead of measuring; exit removes it")
-        p.add_argument("--cpu-placement", choices=placement.MODES, default="auto",
+        p.add_argument("--cpu-placement", choices=cores.MODES, default="auto",
                        help="pinned: ovs-vswitchd on one core, the hosts' receive processing on the others; "
                             "none: as the system places them; auto: whichever this machine's calibration "
                             "measured to carry more (none when uncalibrated) (default %(default)s)")
@@ -124,23 +127,15 @@ def run(args, argv):
     if args.scenario is None:
         raise TestbedError(f"name a scenario (run_scenario.py --list), or give options for {DEFAULT}")
     module = SCENARIOS[args.scenario]
-    if args.slots < 1:
-        raise TestbedError(f"--slots must be 1 or more (got {args.slots}): 1 is one ovs-vswitchd for the fabric")
-    placement.request(args.cpu_placement)   # before prepare(): the capacity checks depend on it
-    slots.request(args.slots)
-    ms = args.machines and machines.load(args.machines)
+    ms = args.machines and inventory.load(args.machines)
     if ms:
         if not getattr(module, "ACROSS_MACHINES", False):
             able = ", ".join(n for n, m in SCENARIOS.items() if getattr(m, "ACROSS_MACHINES", False))
             raise TestbedError(f"{args.scenario} does not run across machines yet: run it on one machine "
                                f"(--slots), or run {able} with --machines")
-        if args.slots > 1:
-            raise TestbedError("the machines file gives each machine its slots: drop --slots")
-        if args.cpu_placement == "pinned":
-            raise TestbedError("--cpu-placement pinned pins one ovs-vswitchd: with --machines use none")
         if args.cli:
             raise TestbedError("--cli opens Mininet's CLI on this machine's fabric: drop --machines")
-    across.request(ms or None)
+    settings = RunSettings(slots=args.slots, cpu_placement=args.cpu_placement, machines=ms or None)
     plan = module.prepare(args)             # every option checked; nothing built or written
     for topo in plan.fabrics:
         for note in topo.notes:
@@ -150,38 +145,39 @@ def run(args, argv):
     if plan.fabrics:
         preflight.require_root()
         if not ms and not args.cli:
-            measured_once(plan)
+            measured_once(plan, settings)
     folder = RunFolder(check_writable(args.results or default_path(args.scenario)))
     datapath = None
     for topo in plan.fabrics:
         datapath = preflight.require_machines(topo, plan.mtu, ms) if ms else \
-            preflight.require_emulation(topo, plan.mtu)[0]
+            preflight.require_emulation(topo, plan.mtu, cpu=settings.cpu_placement, slot_count=settings.slots)[0]
     with contextlib.ExitStack() as machines_up:
         if ms:      # the machines' preflight, before anything is built or written
             engine = machines_up.enter_context(Engine(ms))
             checked = {}
             for topo in plan.fabrics:
                 print(f"preflight of {len(ms.machines)} machines for {topo.describe()}, MTU {plan.mtu}:")
-                checked[topo.name, plan.mtu] = machine_check.preflight(engine, topo, plan.mtu)
-            across.request(ms, engine, checked)
-        return measure(args, argv, module, plan, folder, datapath)
+                checked[topo.name, plan.mtu] = checks.preflight(engine, topo, plan.mtu)
+            settings = replace(settings, engine=engine, checked=checked)
+        return measure(args, argv, module, plan, Experiment(folder, replace(settings, results=folder.path)), datapath)
 
 
-def measured_once(plan):
+def measured_once(plan, settings):
     """What this run's rate check reads, measured now if this machine's calibration lacks it."""
     path = preflight.datapath()
     if path == "user":
         preflight.require_ovs()
-        ensure(plan.mtu, "none" if slots.requested > 1 else capacity.cpu_placement(path, mtu=plan.mtu))
+        ensure(plan.mtu, capacity.cpu_placement(path, settings.placement(), plan.mtu))
 
 
-def measure(args, argv, module, plan, folder, datapath):
+def measure(args, argv, module, plan, experiment, datapath):
     options = {k: v for k, v in vars(args).items()
                if k not in ("scenario", "list", "cleanup", "calibrate", "results", "cli")}
-    status = "failed"
+    status, folder = "failed", experiment.results
     with markdown.Transcript() as transcript:
         try:
-            code = explore(plan, folder.create()) if args.cli else module.run(plan, folder.create())
+            folder.create()
+            code = explore(plan, folder.path, experiment.settings) if args.cli else module.run(plan, experiment)
             status = "complete" if code == 0 else f"finished with exit code {code}"
             return code
         except Interrupted as e:

@@ -8,7 +8,7 @@ and kept so that runs compare: bench.forwarding_capacity's 64 flows over BiGraph
 worst flow to 0.85-0.94 of the rate at 2-5 Mbit/s, least at 4 (0.96). (The calibrated limit allows
 20 Mbit/s there: docs/benchmarks.md.) For each rank count: busbw / link rate at the large size, the
 time and per-step time at the small size, each run's fidelity verdict (the fabric check before the
-sweep, and the rows slower than the model allows: fidelity.model), the idle step latency, and the
+sweep, and the rows slower than the model allows: fidelity.verdict.judge), the idle step latency, and the
 alpha-beta fit. Writes JSON.
 """
 import argparse
@@ -16,12 +16,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from testbed import routing
+import testbed
+from testbed.api.sweep import compare_variants
 from testbed.collectives.coordinator import AllreduceError
-from testbed.collectives.sweep import compare_variants, place_variants, run_sweep
-from testbed.emulation.network import Emulation
-from testbed.fidelity import fabric_check
-from testbed.fidelity.model import idle_step_us
 from testbed.report.folder import RESULTS_ROOT, RunFolder
 from testbed.topology import BiGraph
 
@@ -39,20 +36,19 @@ def main(argv):
         if len(topo.hosts) not in wanted:
             continue
         try:
-            with tempfile.TemporaryDirectory() as tmp, \
-                    Emulation(topo, routing.plan(topo), tmp, log=lambda msg: None) as emu:
-                fidelity = fabric_check.check(emu, duration=3)
-                idle = idle_step_us(emu)
-                rows = run_sweep(emu, place_variants(topo, ["ring", "ring_topo", "hd", "hdrm"]), [SMALL, LARGE],
-                                 warmup=1, iters=args.iters, progress=lambda line: None, idle_step_us=idle)
+            with tempfile.TemporaryDirectory() as tmp, testbed.emulate(topo, folder=tmp) as emu:
+                fidelity = emu.check(3)
+                idle = emu.idle_step_us
+                rows = [c.row for c in emu.sweep(["ring", "ring_topo", "hd", "hdrm"], [SMALL, LARGE], warmup=1,
+                                                 iters=args.iters)]
         except AllreduceError as e:   # keep what the other rank counts measured
             runs.append({"topology": topo.name, "ranks": len(topo.hosts), "error": str(e)})
             print(f"{len(topo.hosts):3d} ranks  failed: {e}", flush=True)
             continue
         cmp = compare_variants(rows)
-        cmp["fidelity_pass"] = fabric_check.passed(fidelity)
+        cmp["fidelity_pass"] = fidelity.passed
         runs.append({"topology": topo.name, "ranks": len(topo.hosts), "rate_mbit": topo.rate, "rows": rows,
-                     "summary": cmp, "fidelity": fidelity, "idle_step_us": idle})
+                     "summary": cmp, "fidelity": fidelity.summary, "idle_step_us": idle})
         print(f"{len(topo.hosts):3d} ranks at {topo.rate:g} Mbit/s  small {SMALL} B time (ms): "
               + ", ".join(f"{n} {t / 1000:.1f}" for n, t in cmp["small_time_us"].items())
               + " (per step, us: " + ", ".join(f"{t:.0f}" for t in cmp["small_step_us"].values())

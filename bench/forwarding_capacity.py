@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from testbed.emulation.placement import MODES
+from testbed.emulation.cores import MODES
 from testbed.fidelity import calibrate
 from testbed.fidelity.verdict import describe
 from testbed.report.folder import RESULTS_ROOT, RunFolder

@@ -13,7 +13,8 @@ import json
 import sys
 from pathlib import Path
 
-from testbed.fidelity import calibration, scale
+from testbed.emulation import capacity
+from testbed.fidelity import scale
 from testbed.report.folder import RESULTS_ROOT
 from testbed.topology import HPN7, BiGraph
 
@@ -28,7 +29,7 @@ FABRICS = {
 
 
 def calibrated_capacity():
-    found, why = calibration.load()
+    found, why = capacity.load()
     if not found:
         raise SystemExit(f"no calibration ({why}): run 'sudo .venv/bin/python run_scenario.py --calibrate' "
                          "or give --capacity")

@@ -48,7 +48,7 @@ class PathInstaller(app_manager.OSKenApp):
         super().__init__(*args, **kwargs)
         with open(cfg.CONF.routing) as f:
             plan = json.load(f)
-        self.mode, self.hash = plan["mode"], plan.get("hash", "same")
+        self.mode, self.hash, self.flows = plan["mode"], plan.get("hash", "same"), plan.get("flows", [])
         self.rules = self.by_match(plan["rules"])
         self.seeds = {int(dpid): seed for dpid, seed in plan.get("seeds", {}).items()}
         self.topo, self.down = None, set()
@@ -97,7 +97,7 @@ class PathInstaller(app_manager.OSKenApp):
     def replan(self):
         """Plan the routes without the links that are down and install what differs; returns
         {dpid: rules changed}."""
-        plan = routing.plan(self.topo.without(self.down), self.mode, self.hash)
+        plan = routing.plan(self.topo.without(self.down), self.mode, self.hash, self.flows)
         wanted, changed = self.by_match(plan.to_dict()["rules"]), {}
         for dpid, datapath in self.datapaths.items():
             old, new = self.rules.get(dpid, {}), wanted.get(dpid, {})

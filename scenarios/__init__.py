@@ -9,10 +9,12 @@ from scenarios import (
     hpn7_planes,
     hpn7_rails,
     incast,
+    multi_job,
     server_nics,
     training_scaling,
 )
 
 SCENARIOS = {m.NAME: m for m in (bigraph_allreduce, collectives, fabric_check, ecmp_collisions, incast, hpn7_planes,
-                                 hpn7_rails, hpn7_at_scale, dual_tor_failover, server_nics, training_scaling)}
+                                 hpn7_rails, hpn7_at_scale, dual_tor_failover, server_nics, training_scaling,
+                                 multi_job)}
 DEFAULT = bigraph_allreduce.NAME

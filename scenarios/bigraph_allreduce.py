@@ -5,19 +5,15 @@ result is compared with numpy's sum (#wrong). The summary names the winner at th
 the largest size, the ratios between algorithms, and whether the emulator was the bottleneck.
 """
 import time
-from dataclasses import dataclass
 
-from scenarios.common import add_fabric_arguments, add_sweep_arguments, fabric, names, sweep_options
-from testbed import routing
-from testbed.collectives import sweep
+from scenarios.common import SweepPlan, add_fabric_arguments, add_sweep_arguments, fabric, names, sweep_options
+from testbed.api import sweep
 from testbed.emulation import ovs
-from testbed.emulation.across import open_emulation
-from testbed.fidelity import fabric_check
-from testbed.fidelity.model import idle_step_us
+from testbed.experiments.sweeps import run_sweeps
 from testbed.report import figures
 
 NAME = "bigraph_allreduce"
-ACROSS_MACHINES = True     # --machines (emulation.across)
+ACROSS_MACHINES = True     # --machines (machines.head)
 HELP = "Ring (two orders), HD and HDRM allreduce on BiGraph over a message-size sweep (nccl-tests style)"
 ALGORITHMS = ("ring", "ring_topo", "hd", "hdrm")
 
@@ -29,19 +25,7 @@ def add_arguments(parser):
     add_sweep_arguments(parser)
 
 
-@dataclass
-class Plan:
-    topo: object
-    mtu: int
-    placed: dict
-    sizes: list
-    warmup: int
-    iters: int
-    eager_limit: int
-
-    @property
-    def fabrics(self):
-        return [self.topo]
+Plan = SweepPlan
 
 
 def prepare(args):
@@ -52,34 +36,28 @@ def prepare(args):
     return Plan(topo, args.mtu, placed, sizes, warmup, iters, eager_limit)
 
 
-def run(plan, results):
-    topo, started = plan.topo, time.monotonic()
+def run(plan, experiment):
+    results, topo, started = experiment.results, plan.topo, time.monotonic()
     about = {"scenario": NAME, "topology": topo.name, "rate_mbit": topo.rate, "mtu": plan.mtu,
              "eager_limit": plan.eager_limit, "rows": []}
 
-    def keep(row):
-        about["rows"].append(row)
-        results.append("allreduce.csv", row)
+    def heading(_collective, emu):
+        return (f"\n# {NAME}: {topo.name}, {len(topo.hosts)} ranks, links {topo.rate:g} Mbit/s "
+                f"= {topo.rate / 8:g} MB/s, MTU {plan.mtu}, OVS {ovs.datapath_name(emu.datapath)}, "
+                f"warmup {plan.warmup}, iters {plan.iters}, eager limit {plan.eager_limit} B")
 
     with results.outcome("allreduce.json", about):
-        with open_emulation(topo, routing.plan(topo), results.path, mtu=plan.mtu) as emu:
-            about["datapath"] = emu.datapath
-            about["fidelity"] = check = fabric_check.check(emu)
-            print("\n" + "\n".join(fabric_check.report(check, emu)))
-            about["idle_step_us"] = idle = idle_step_us(emu)
-            print(f"  idle step latency  {idle:.0f} us per step of a 1 KiB allreduce between the farthest hosts")
-            print(f"\n# {NAME}: {topo.name}, {len(topo.hosts)} ranks, links {topo.rate:g} Mbit/s "
-                  f"= {topo.rate / 8:g} MB/s, MTU {plan.mtu}, OVS {ovs.datapath_name(emu.datapath)}, "
-                  f"warmup {plan.warmup}, iters {plan.iters}, eager limit {plan.eager_limit} B")
-            rows = sweep.run_sweep(emu, plan.placed, plan.sizes, plan.warmup, plan.iters,
-                                   eager_limit=plan.eager_limit, on_row=keep, idle_step_us=idle)
+        measured, check = run_sweeps(experiment, topo, {"allreduce": plan.placed}, plan.sizes, plan.warmup,
+                                     plan.iters, mtu=plan.mtu, about=about, csv="allreduce.csv", heading=heading,
+                                     eager_limit=plan.eager_limit)
+        rows = measured["allreduce"]
         cmp = about["summary"] = sweep.compare_variants(rows)
-        cmp["fidelity_pass"] = fabric_check.passed(check)
+        cmp["fidelity_pass"] = check.passed
         about["seconds"] = round(time.monotonic() - started, 1)
     print(f"\nsummary ({topo.name}, {len(topo.hosts)} ranks, links {topo.rate:g} Mbit/s):")
     print("\n".join(sweep.summary_lines(cmp)))
     print(f"  fabric check before the sweep: {'PASS' if cmp['fidelity_pass'] else 'FAIL'} "
           "(reachability, one long TCP flow >= 0.9 and parallel flows >= 0.85 of the link rate)")
-    results.figure("busbw.png", figures.busbw_by_size, rows, link_mbit=topo.rate)
+    results.figure("busbw.png", figures.busbw_by_size, rows, link_mbit=topo.rate, fabric=topo.name)
     print(results.listing())
     return 0 if cmp["wrong"] == 0 else 1

@@ -7,21 +7,17 @@ checks its result against numpy on every iteration (#wrong). Per collective: the
 variants, the verdict on the emulator, and a busbw figure.
 """
 import time
-from dataclasses import dataclass
 
-from scenarios.common import add_fabric_arguments, add_sweep_arguments, fabric, names, sweep_options
-from testbed import routing
-from testbed.collectives import sweep
+from scenarios.common import SweepPlan, add_fabric_arguments, add_sweep_arguments, fabric, names, sweep_options
+from testbed.api import sweep
 from testbed.collectives.placements import COLLECTIVE_VARIANTS
 from testbed.emulation import ovs
-from testbed.emulation.across import open_emulation
 from testbed.errors import TestbedError
-from testbed.fidelity import fabric_check
-from testbed.fidelity.model import idle_step_us
+from testbed.experiments.sweeps import run_sweeps
 from testbed.report import figures
 
 NAME = "collectives"
-ACROSS_MACHINES = True     # --machines (emulation.across)
+ACROSS_MACHINES = True     # --machines (machines.head)
 HELP = "nccl-tests' suite (allreduce, allgather, reduce-scatter, alltoall, broadcast, send/recv) over a size sweep"
 COLLECTIVES = ("allreduce", "allgather", "reducescatter", "alltoall", "broadcast", "sendrecv")
 DEFAULTS = {"allreduce": "ring,hdrm", "allgather": "ring,rdrm", "reducescatter": "ring,rhrm",
@@ -39,19 +35,7 @@ def add_arguments(parser):
     add_sweep_arguments(parser)
 
 
-@dataclass
-class Plan:
-    topo: object
-    mtu: int
-    placed: dict          # {collective: {variant: (schedule, hosts)}}
-    sizes: list
-    warmup: int
-    iters: int
-    eager_limit: int
-
-    @property
-    def fabrics(self):
-        return [self.topo]
+Plan = SweepPlan
 
 
 def chosen_variants(collectives, given):
@@ -82,39 +66,32 @@ def prepare(args):
     return Plan(topo, args.mtu, placed, sizes, warmup, iters, eager_limit)
 
 
-def run(plan, results):
-    topo, started = plan.topo, time.monotonic()
+def run(plan, experiment):
+    results, topo, started = experiment.results, plan.topo, time.monotonic()
     about = {"scenario": NAME, "topology": topo.name, "rate_mbit": topo.rate, "mtu": plan.mtu,
              "eager_limit": plan.eager_limit, "rows": [], "summary": {}}
 
-    def keep(row):
-        about["rows"].append(row)
-        results.append("collectives.csv", row)
+    def heading(collective, emu):
+        return (f"\n# {collective}: {topo.name}, {len(topo.hosts)} ranks, links {topo.rate:g} Mbit/s, "
+                f"MTU {plan.mtu}, OVS {ovs.datapath_name(emu.datapath)}, warmup {plan.warmup}, "
+                f"iters {plan.iters}; busbw = algbw x {busbw_factor_text(collective)}")
 
     with results.outcome("collectives.json", about):
-        with open_emulation(topo, routing.plan(topo), results.path, mtu=plan.mtu) as emu:
-            about["datapath"] = emu.datapath
-            about["fidelity"] = check = fabric_check.check(emu)
-            print("\n" + "\n".join(fabric_check.report(check, emu)))
-            about["idle_step_us"] = idle = idle_step_us(emu)
-            print(f"  idle step latency  {idle:.0f} us per step of a 1 KiB allreduce between the farthest hosts")
-            for collective, placed in plan.placed.items():
-                print(f"\n# {collective}: {topo.name}, {len(topo.hosts)} ranks, links {topo.rate:g} Mbit/s, "
-                      f"MTU {plan.mtu}, OVS {ovs.datapath_name(emu.datapath)}, warmup {plan.warmup}, "
-                      f"iters {plan.iters}; busbw = algbw x {busbw_factor_text(collective)}")
-                rows = sweep.run_sweep(emu, placed, plan.sizes, plan.warmup, plan.iters,
-                                       eager_limit=plan.eager_limit, on_row=keep, idle_step_us=idle)
-                about["summary"][collective] = sweep.compare_variants(rows)
-                print(f"  ... {collective} done, {time.monotonic() - started:.0f} s", flush=True)
-        about["fidelity_pass"] = fabric_check.passed(check)
+        measured, check = run_sweeps(experiment, topo, plan.placed, plan.sizes, plan.warmup, plan.iters,
+                                     mtu=plan.mtu, about=about, csv="collectives.csv", heading=heading,
+                                     eager_limit=plan.eager_limit,
+                                     done=lambda c: print(f"  ... {c} done, {time.monotonic() - started:.0f} s"))
+        for collective, rows in measured.items():
+            about["summary"][collective] = sweep.compare_variants(rows)
+        about["fidelity_pass"] = check.passed
         about["seconds"] = round(time.monotonic() - started, 1)
     wrong = 0
     for collective, cmp in about["summary"].items():
         print(f"\nsummary, {collective} ({topo.name}, {len(topo.hosts)} ranks, links {topo.rate:g} Mbit/s):")
         print("\n".join(sweep.summary_lines(cmp)))
         wrong += cmp["wrong"]
-        mine = [r for r in about["rows"] if r["collective"] == collective]
-        results.figure(f"busbw_{collective}.png", figures.busbw_by_size, mine, link_mbit=topo.rate)
+        results.figure(f"busbw_{collective}.png", figures.busbw_by_size, measured[collective], link_mbit=topo.rate,
+                       fabric=topo.name)
     print(f"\n#wrong over every collective and iteration: {wrong}")
     print(f"fabric check before the sweeps: {'PASS' if about['fidelity_pass'] else 'FAIL'} "
           "(reachability, one long TCP flow >= 0.9 and parallel flows >= 0.85 of the link rate)")

@@ -3,11 +3,15 @@
 A scenario module has NAME, HELP, ``add_arguments(parser)``, ``prepare(args)``, which checks every
 option and builds the plain-data plan (no root, nothing built, nothing written; the plan's
 ``fabrics`` lists the topologies it will emulate, and a plan that only models fabrics lists them
-as ``modelled`` instead: such a run needs no root), and ``run(plan, results)``, which builds,
-checks, measures and writes into the ``RunFolder`` results, returning the exit code.
+as ``modelled`` instead: such a run needs no root, and its module sets ``EMULATES = False`` so that
+it is offered none of the emulation's options), and ``run(plan, experiment)``, which builds,
+checks, measures and writes (``experiments.Experiment``: ``experiment.emulate`` builds a fabric
+with the run's settings, ``experiment.results`` is the run's folder), returning the exit code.
 """
+from dataclasses import dataclass
+
 from testbed import api, routing
-from testbed.collectives import sweep
+from testbed.api import sweep
 from testbed.emulation.network import DEFAULT_MTU
 from testbed.errors import TestbedError
 from testbed.programs.rank import EAGER_LIMIT
@@ -39,6 +43,40 @@ def add_plane_arguments(parser):
                         help="how a bonded NIC spreads its connections over its two ports: round-robin "
                              "(connection i on port i mod 2, as an RDMA NIC places queue pairs) or hash "
                              "(a layer-3+4 hash, as a Linux bond) (default %(default)s)")
+
+
+@dataclass
+class SweepPlan:
+    """The plan of nccl-tests' size sweeps on one fabric (bigraph_allreduce, collectives)."""
+    topo: object
+    mtu: int
+    placed: dict          # {variant: (schedule, hosts)}, or {collective: that}
+    sizes: list
+    warmup: int
+    iters: int
+    eager_limit: int
+
+    @property
+    def fabrics(self):
+        return [self.topo]
+
+
+@dataclass
+class PlaneTrials:
+    """The plan of a single- against dual-plane comparison over paired trials (hpn7_planes, hpn7_rails)."""
+    forms: list          # [single plane, dual plane]
+    mtu: int
+    hash: str
+    bond: str
+    size: int
+    iters: int
+    streams: int
+    trials: int
+    seed: int
+
+    @property
+    def fabrics(self):
+        return self.forms
 
 
 def add_sweep_arguments(parser):

@@ -11,21 +11,16 @@ stall, throughput during and after each failure relative to before, #wrong, and 
 controller took to react.
 """
 import re
-import time
 from dataclasses import dataclass
 
 from scenarios.common import add_fabric_arguments, at_least, fabric
-from testbed import routing
-from testbed.collectives.coordinator import Coordinator, emulation_launcher
+from testbed.api import Comm
+from testbed.api.sweep import check_sweep
 from testbed.collectives.data import ELEMENT_BYTES
 from testbed.collectives.metrics import failure_timeline
 from testbed.collectives.placements import place
-from testbed.collectives.sweep import check_sweep
-from testbed.emulation.events import Timeline, link_failure, switch_failure
-from testbed.emulation.network import Emulation
 from testbed.errors import TestbedError
-from testbed.fidelity import fabric_check
-from testbed.fidelity.verdict import CpuMonitor, describe
+from testbed.fidelity.verdict import describe
 from testbed.report import figures
 from testbed.topology import HPN7
 
@@ -122,38 +117,32 @@ def reactions(log_path, done):
     return out
 
 
-def run_form(topo, plan, folder, keep):
+def run_form(experiment, topo, plan, folder, keep):
     """One fabric's run: the fabric check, then iterations under the failure timeline."""
     schedule, hosts = place(ALLREDUCE, topo)
     link, tor = victims(topo, hosts)
-    with Emulation(topo, routing.plan(topo, "ecmp"), folder, mtu=plan.mtu) as emu:
-        check = fabric_check.check(emu)
-        print("\n".join(fabric_check.report(check, emu)))
+    with experiment.emulate(topo, "ecmp", folder=folder, mtu=plan.mtu) as emu:
+        check = emu.check()
+        print("\n".join(check.lines))
         events = []
         if "link down" in plan.windows:
             a, b = plan.windows["link down"]
-            events += link_failure(emu, link, a, b - a, plan.flap)
+            events += emu.link_failure(link, a, b - a, plan.flap)
         if "ToR down" in plan.windows:
             a, b = plan.windows["ToR down"]
-            events += switch_failure(emu, tor, a, b - a, plan.flap)
-        addresses, launch = emulation_launcher(emu, hosts)
-        count = plan.size // ELEMENT_BYTES
-        with Coordinator(schedule.name, addresses, launch, timeout=plan.stall_limit, pacing=topo.bytes_per_s,
-                         streams=plan.streams, label=ALLREDUCE) as ranks:
-            ranks.iterate(count, 0, timeout=120)      # warmup: connections and windows
-            with CpuMonitor() as cpu, Timeline(events) as timeline:
-                iterations, error = ranks.run_for(count, plan.run_for, timeout=plan.stall_limit + 60)
-                ended = time.monotonic()
-        react = reactions(folder / "controller.log", timeline.done)
-    rows, summary = failure_timeline(iterations, plan.windows, timeline.start, ended, plan.size, len(hosts),
+            events += emu.switch_failure(tor, a, b - a, plan.flap)
+        ran = emu.collective_for(Comm(schedule, tuple(hosts), plan.streams, ALLREDUCE), plan.size, plan.run_for,
+                                 events=events, stall_limit=plan.stall_limit)
+        react = reactions(folder / "controller.log", ran["done"])
+    rows, summary = failure_timeline(ran["iterations"], plan.windows, ran["start"], ran["end"], plan.size, len(hosts),
                                      topo.rate)
-    if error:
-        down = [event.what for event in timeline.done if not event.up]
-        summary["stopped"] = f"{error} (while {down[-1][:-5] if down else 'nothing'} was down)"
-    summary.update(cpu.result(), fabric=topo.name, fabric_check_pass=fabric_check.passed(check),
-                   controller_reaction_s=react, events=[[round(e.monotonic - timeline.start, 3), e.what]
-                                                        for e in timeline.done],
-                   event_error=timeline.error)
+    if ran["error"]:
+        down = [event.what for event in ran["done"] if not event.up]
+        summary["stopped"] = f"{ran['error']} (while {down[-1][:-5] if down else 'nothing'} was down)"
+    summary.update(ran["cpu"], fabric=topo.name, fabric_check_pass=check.passed,
+                   controller_reaction_s=react, events=[[round(e.monotonic - ran["start"], 3), e.what]
+                                                        for e in ran["done"]],
+                   event_error=ran["event_error"])
     for row in rows:
         keep(dict(row, fabric=topo.name))
     return rows, summary
@@ -181,7 +170,8 @@ def fraction(value):
     return "-" if value is None else f"{value:.2f}"
 
 
-def run(plan, results):
+def run(plan, experiment):
+    results = experiment.results
     print(f"# {NAME}: {ALLREDUCE} allreduce of {plan.size} B, {plan.streams} connections per peer, back to back "
           f"for {plan.run_for:g} s; failures: " + ", ".join(f"{n} {a:g}-{b:g} s" for n, (a, b) in plan.windows.items())
           + (f", flapping every {plan.flap:g} s" if plan.flap else ""))
@@ -191,7 +181,7 @@ def run(plan, results):
         timelines = {}
         for form in plan.forms:
             print(f"\n## {form.describe()}")
-            rows, summary = run_form(form, plan, results / form.spec.replace(":", "_").replace(",", "-"),
+            rows, summary = run_form(experiment, form, plan, results / form.spec.replace(":", "_").replace(",", "-"),
                                      lambda row: results.append("iterations.csv", row))
             about["forms"][form.name] = summary
             timelines[form.name] = rows
@@ -199,7 +189,8 @@ def run(plan, results):
     print("\nsummary (dual-ToR, then the single-ToR baseline):")
     for summary in about["forms"].values():
         print("\n".join(report(summary, plan.windows)))
-    results.figure("timeline.png", figures.failure_timeline, timelines, plan.windows)
+    results.figure("timeline.png", figures.failure_timeline, timelines, plan.windows,
+                   fabric=" and ".join(f.name for f in plan.forms))
     print(results.listing())
     dual = about["forms"][plan.forms[0].name]
     return 0 if all(s["wrong"] == 0 for s in about["forms"].values()) and not dual.get("stopped") else 1

@@ -16,17 +16,14 @@ import time
 from dataclasses import dataclass
 
 from scenarios.common import add_fabric_arguments, at_least, fabric
-from testbed import routing
+from testbed.api.collision_trials import trial_line
+from testbed.api.sweep import check_sweep
 from testbed.collectives.data import ELEMENT_BYTES
 from testbed.collectives.placements import place
-from testbed.collectives.sweep import check_sweep
-from testbed.emulation.network import Emulation
 from testbed.errors import TestbedError
+from testbed.experiments.trials import Form, compare, run_trials
 from testbed.fidelity.verdict import describe_all
-from testbed.probes.collisions import collision_trials
 from testbed.report import figures
-from testbed.report.paired import Comparison, trial_order
-from testbed.routing.hashing import Draw
 
 NAME = "ecmp_collisions"
 HELP = "HD on a Clos with ECMP against HDRM on BiGraph with deterministic routes: collisions per step, busbw"
@@ -95,23 +92,24 @@ def prepare(args):
     return Plan(cases, args.mtu, args.bytes, trials, iters, seed, args.workload)
 
 
-def run_trial(case, plan, trial, folder, on_row):
+def measure(plan):
     """One trial of a case under the collision probe, on a fabric built for it, with the trial's draw."""
-    schedule, hosts = place(case.variant, case.topo, case.collective)
-    folder = folder / case.label / f"trial{trial}"
-    with Emulation(case.topo, routing.plan(case.topo, case.routing), folder, mtu=plan.mtu) as emu:
-        return collision_trials(emu, case.label, case.variant, schedule, hosts, plan.size, 1, plan.iters, folder,
-                                on_row=on_row, draws={trial: Draw(plan.seed + trial)})
+    def one(emu, form, draw, trial, folder):
+        case = next(c for c in plan.cases if c.label == form.label)
+        placed = place(case.variant, case.topo, case.collective)
+        got = emu.collisions(case.variant, plan.size, iters=plan.iters, placed=placed, label=case.label, draw=draw,
+                             trial=trial)
+        return [c.row for c in got]
+    return one
 
 
 def compare_cases(rows, cases):
     """BiGraph against the Clos, paired over trials: busbw/link and collided steps."""
     CLOS, BIGRAPH = (case.label for case in cases)
-    by = {(r["case"], r["trial"]): r for r in rows}
-    trials = sorted({t for _, t in by if (CLOS, t) in by and (BIGRAPH, t) in by})
-    pairs = lambda key: [(by[CLOS, t][key], by[BIGRAPH, t][key]) for t in trials]
-    out = {"busbw": Comparison("busbw/link", (CLOS, BIGRAPH), pairs("busbw_over_link"), 3),
-           "collided": Comparison("collided steps", (CLOS, BIGRAPH), pairs("collided_steps"), 1)}
+    rows = [dict(r, form=r["case"]) for r in rows]
+    out = {"busbw": compare(rows, (CLOS, BIGRAPH), "busbw_over_link", "busbw/link", 3),
+           # can be zero (BiGraph's always is): compared by its difference, not a ratio
+           "collided": compare(rows, (CLOS, BIGRAPH), "collided_steps", "collided steps", 1, by="difference")}
     summary = {key: c.to_dict() for key, c in out.items()}
     summary["steps_per_case"] = [next((r["steps"] for r in rows if r["case"] == c), None) for c in (CLOS, BIGRAPH)]
     summary["wrong"] = sum(r["wrong"] for r in rows)
@@ -120,8 +118,8 @@ def compare_cases(rows, cases):
     return out, summary
 
 
-def run(plan, results):
-    started = time.monotonic()
+def run(plan, experiment):
+    results, started = experiment.results, time.monotonic()
     print(f"# {NAME}: {plan.size} B {plan.workload}, {plan.trials} paired trials x {plan.iters} iterations from seed "
           f"{plan.seed}, links {plan.cases[0].topo.rate:g} Mbit/s, MTU {plan.mtu}")
     for case in plan.cases:
@@ -129,16 +127,16 @@ def run(plan, results):
     about = {"scenario": NAME, "rows": []}
 
     def keep(row):
+        print(trial_line(row), flush=True)
         about["rows"].append(row)
         results.append("ecmp_trials.csv", {k: v for k, v in row.items() if k not in ("per_step", "per_link")})
         results.append("ecmp_links.csv",
                        *[dict(link, case=row["case"], trial=row["trial"]) for link in row["per_link"]])
 
     with results.outcome("ecmp_collisions.json", about):
-        for trial in range(plan.trials):
-            for case in trial_order(plan.cases, trial):
-                run_trial(case, plan, trial, results.path, keep)
-            print(f"  ... {trial + 1} of {plan.trials} trials in {time.monotonic() - started:.0f} s", flush=True)
+        forms = [Form(case.label, case.topo, case.routing) for case in plan.cases]
+        run_trials(experiment, forms, trials=plan.trials, seed=plan.seed, measure=measure(plan), mtu=plan.mtu,
+                   check=False, on_row=keep)
         rows = about["rows"]
         compared, cmp = compare_cases(rows, plan.cases)
         about["summary"] = cmp
@@ -151,6 +149,7 @@ def run(plan, results):
     print(f"  {cmp['emulator']}")
     first = [r for r in rows if r["trial"] == 0]
     results.figure("flows_per_link.png", figures.flows_heatmap,
-                   [(f"{r['case']} (trial 0)", r["per_link"], len(r["per_step"])) for r in first])
+                   [(f"{r['case']} (trial 0)", r["per_link"], len(r["per_step"])) for r in first],
+                   fabric=" against ".join(case.topo.name for case in plan.cases))
     print(results.listing())
     return 0 if cmp["wrong"] == 0 else 1

@@ -2,13 +2,10 @@
 from dataclasses import dataclass
 
 from scenarios.common import add_fabric_arguments, at_least, fabric
-from testbed import routing
-from testbed.emulation.across import open_emulation
 from testbed.errors import TestbedError
-from testbed.fidelity import fabric_check
 
 NAME = "fabric_check"
-ACROSS_MACHINES = True     # --machines (emulation.across)
+ACROSS_MACHINES = True     # --machines (machines.head)
 HELP = "build a fabric, ping all pairs, measure one long TCP flow and parallel flows against the link rate"
 
 
@@ -37,14 +34,13 @@ def prepare(args):
     return Plan(fabric(args), args.mtu, at_least(args.duration, 1, "--duration", " s"))
 
 
-def run(plan, results):
-    topo = plan.topo
+def run(plan, experiment):
+    results, topo = experiment.results, plan.topo
     about = {"scenario": NAME, "topology": topo.name, "rate_mbit": topo.rate, "mtu": plan.mtu}
-    with results.outcome("summary.json", about), \
-            open_emulation(topo, routing.plan(topo), results.path, mtu=plan.mtu) as emu:
+    with results.outcome("summary.json", about), experiment.emulate(topo, mtu=plan.mtu) as emu:
         about["datapath"] = emu.datapath
-        check = fabric_check.check(emu, plan.duration)
-        about.update(check)
-        print("\n" + "\n".join(fabric_check.report(check, emu)))
+        check = emu.check(plan.duration)
+        about.update(check.summary)
+        print("\n" + "\n".join(check.lines))
     print(results.listing())
-    return 0 if fabric_check.passed(check) else 1
+    return 0 if check.passed else 1

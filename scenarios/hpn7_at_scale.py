@@ -10,14 +10,13 @@ the same code that predicts the emulated fabrics of hpn7_planes. Each draw runs 
 same 5-tuples; the figures are means over draws with 95% intervals, the gain of dual plane a paired
 ratio, printed beside what the paper reports.
 """
-import math
 import time
 from dataclasses import dataclass
 
 from scenarios.common import add_plane_arguments, counts
 from testbed import routing
+from testbed.collectives.cross_segment import CrossSegmentJob, data_connections
 from testbed.collectives.data import ELEMENT_BYTES
-from testbed.collectives.jobs import CrossSegmentJob, data_connections
 from testbed.collectives.schedules import Ring
 from testbed.errors import TestbedError
 from testbed.fidelity import predict
@@ -29,6 +28,7 @@ from testbed.topology.hpn7 import plane_forms
 
 NAME = "hpn7_at_scale"
 HELP = "HPN 7.0 at the paper's scale by the flow model (no root): dual against single plane over hash draws"
+EMULATES = False            # a model: run_scenario.py offers it none of the emulation's options
 NIC_MBIT = 200_000          # HPN's NIC ports: 200 Gbit/s (only ratios are reported)
 MTU = 9000
 ELEMENTS = 1 << 20          # per collective; the model's busbw does not depend on the size
@@ -130,10 +130,11 @@ def with_idle_downlinks(topo, loads, groups):
 FIGURES = [("goodput", "cross-segment goodput/NIC"), ("allreduce", "allreduce busbw/NIC"),
            ("multi", "Multi-AllReduce busbw/NIC"), ("split", "busier downlink's share of a NIC's bytes"),
            ("agg", "agg->tor max/mean rate"), ("idle", "idle agg->tor links (share)")]
+BY_DIFFERENCE = {"idle"}        # can be zero: compared by its difference, not a ratio
 
 
-def run(plan, results):
-    started = time.monotonic()
+def run(plan, experiment):
+    results, started = experiment.results, time.monotonic()
     single = plan.forms[0]
     print(f"# {NAME}: HPN7(S={single.segments}, H={single.servers}, R={single.rails}, A={single.aggs}) by the "
           f"flow model; ToR uplinks {single.uplink_capacity:.4g} of NIC-facing capacity; hash {plan.hash}, bond "
@@ -161,7 +162,8 @@ def run(plan, results):
             print(f"\n## {gpus} accelerators ({servers} servers x {single.rails} rails on each of two segments), "
                   f"{plan.draws} draws in {time.monotonic() - job_started:.1f} s")
             for key, name in FIGURES:
-                cmp = Comparison(name, FORMS, values[key], digits=3)
+                cmp = Comparison(name, FORMS, values[key], digits=3,
+                                 by="difference" if key in BY_DIFFERENCE else "ratio")
                 print(f"  {cmp.line()}\n      paper: {PAPER[key]}")
                 about["summary"].append(dict(cmp.to_dict(), gpus=gpus, key=key, paper=PAPER[key]))
                 results.append("hpn7_at_scale_summary.csv", summary_row(gpus, key, name, cmp))
@@ -173,9 +175,4 @@ def run(plan, results):
 
 
 def summary_row(gpus, key, name, cmp):
-    a, b, gain = cmp.a, cmp.b, cmp.gain
-    clean = lambda v: None if v is None or (isinstance(v, float) and math.isnan(v)) else round(v, 4)
-    return {"gpus": gpus, "figure": name, "single": clean(a.mean), "single_lo": clean(a.lo), "single_hi": clean(a.hi),
-            "dual": clean(b.mean), "dual_lo": clean(b.lo), "dual_hi": clean(b.hi), "gain": clean(gain.mean),
-            "gain_lo": clean(gain.lo), "gain_hi": clean(gain.hi), "excludes_zero": gain.excludes(0.0),
-            "draws": gain.n, "paper": PAPER[key]}
+    return {"gpus": gpus, "figure": name, **cmp.row(("single", "dual")), "paper": PAPER[key]}

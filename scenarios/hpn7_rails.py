@@ -9,30 +9,26 @@ step (the HPN paper's largest gain for dual plane, up to +158%): R collectives s
 aggregation tier, whose hashing decides how evenly.
 
 Trial t draws fresh 5-tuples (``routing.hashing.Draw`` from seed + t) and runs every case on both
-forms with them, the forms in alternating order, each on a freshly built fabric; the gain of dual
-plane per case is a paired ratio with its 95% interval (``report.paired``). The forms are wired like
-with like (``topology.hpn7.plane_forms``).
+forms with them, the forms in alternating order, each on a freshly built fabric
+(``experiments.trials``); the gain of dual plane per case is a paired ratio with its 95% interval
+(``report.paired``). The forms are wired like with like (``topology.hpn7.plane_forms``). As in
+hpn7_planes, every link is captured while a case runs, and each collective is measured against
+the flow model from the paths its connections took (measured/model), and the paths against where
+hashing puts them.
 """
 import time
-from contextlib import ExitStack
-from dataclasses import dataclass
 
-from scenarios.common import add_fabric_arguments, add_plane_arguments, at_least, fabric
-from testbed import routing
-from testbed.collectives.connections import rank_connections, source_ports
-from testbed.collectives.coordinator import Coordinator, emulation_launcher
+from scenarios.common import PlaneTrials, add_fabric_arguments, add_plane_arguments, at_least, fabric
+from testbed.api import Comm
+from testbed.api.sweep import check_sweep
 from testbed.collectives.data import ELEMENT_BYTES
-from testbed.collectives.metrics import result_row
 from testbed.collectives.placements import rail_ring
 from testbed.collectives.schedules import Ring
-from testbed.collectives.sweep import check_sweep
-from testbed.emulation.network import Emulation
 from testbed.errors import TestbedError
-from testbed.fidelity import fabric_check
-from testbed.fidelity.verdict import CpuMonitor, describe_all, flag
+from testbed.experiments.trials import Form, model_lines, run_trials
+from testbed.fidelity.verdict import describe_all, flag
 from testbed.report import figures
-from testbed.report.paired import Comparison, trial_order
-from testbed.routing.hashing import Draw
+from testbed.report.paired import Comparison
 from testbed.topology import HPN7
 from testbed.topology.hpn7 import plane_forms
 
@@ -56,21 +52,7 @@ def add_arguments(parser):
     parser.add_argument("--seed", type=int, default=None, help="the first trial's draw (default: a new one)")
 
 
-@dataclass
-class Plan:
-    forms: list
-    mtu: int
-    hash: str
-    bond: str
-    size: int
-    iters: int
-    streams: int
-    trials: int
-    seed: int
-
-    @property
-    def fabrics(self):
-        return self.forms
+Plan = PlaneTrials
 
 
 def cases(topo):
@@ -99,34 +81,23 @@ def prepare(args):
     return Plan(forms, args.mtu, args.hash, args.bond, args.bytes, iters, args.streams, trials, seed)
 
 
-def run_case(emu, case, groups, plan, draw):
-    """The case's collectives, started together each iteration, on the draw's connections: one row
-    per collective."""
-    count, topo = plan.size // ELEMENT_BYTES, emu.topo
-    with ExitStack() as stack:
-        coordinators = []
-        for k, hosts in enumerate(groups):
-            conns = rank_connections(Ring(), hosts, [LISTEN_PORT] * len(hosts), plan.streams, draw)
-            coordinators.append(stack.enter_context(Coordinator(
-                Ring.name, *emulation_launcher(emu, hosts, LISTEN_PORT), pacing=topo.bytes_per_s,
-                streams=plan.streams, label=f"{case} {k}", source_ports=source_ports(conns))))
-        Coordinator.iterate_together(coordinators, count, 0, timeout=120)          # warmup
-        with CpuMonitor() as cpu:
-            results = [Coordinator.iterate_together(coordinators, count, i + 1, timeout=120)
-                       for i in range(plan.iters)]
-    rows = []
-    for k, hosts in enumerate(groups):
-        mine = [iteration[k] for iteration in results]
-        row = result_row("ring", plan.size, [r["time"] for r in mine], sum(r["wrong"] for r in mine), len(hosts),
-                         topo.rate, ports=topo.tors)
-        row.update(planes=topo.planes, case=case, collective=k, ranks=len(hosts), **cpu.result())
-        rows.append(row)
-    return rows
+def measure(plan):
+    """Every case on one form in one trial, on the trial's draw: one row per collective, each with
+    what the capture saw while its case ran and measured over the flow model."""
+    def one(emu, form, draw, trial, folder):
+        for case, groups in cases(form.topo).items():
+            comms = [Comm(Ring(), tuple(hosts), plan.streams, f"{case} {k}") for k, hosts in enumerate(groups)]
+            got = emu.collectives(comms, plan.size, iters=plan.iters, draw=draw, name=case)
+            for k, row in enumerate(got.rows):
+                yield dict(row, algorithm="ring", planes=form.topo.planes, case=case, collective=k)
+    return one
 
 
 def line(row):
+    model = f"{row['measured_over_model']:.2f}" if row.get("measured_over_model") is not None else "-"
     return (f"  trial {row['trial']} {FORMS[row['planes'] - 1]:12s} {row['case']:16s} #{row['collective']}  "
             f"{row['ranks']:2d} ranks  time {row['time_us'] / 1e3:8.1f} ms  busbw/NIC {row['busbw_over_nic']:.2f}  "
+            f"measured/model {model}  paths as hashed {row.get('as_placed')}/{row['connections']}  "
             f"#wrong {row['wrong']}  {flag(row)}")
 
 
@@ -148,42 +119,41 @@ def comparisons(rows):
     return out
 
 
-def run(plan, results):
-    started = time.monotonic()
+def heading(plan):
     topo = plan.forms[0]
-    print(f"# {NAME}: ring allreduce of {plan.size} B, {plan.streams} connections per peer, ECMP hash {plan.hash}, "
-          f"bond {plan.bond}, links {topo.rate:g} Mbit/s, ToR uplinks {topo.uplink_capacity:.4g} of NIC-facing "
-          f"capacity, {plan.iters} iterations per case; {plan.trials} paired trials from seed {plan.seed}")
+    return (f"# {NAME}: ring allreduce of {plan.size} B, {plan.streams} connections per peer, ECMP hash {plan.hash}, "
+            f"bond {plan.bond}, links {topo.rate:g} Mbit/s, ToR uplinks {topo.uplink_capacity:.4g} of NIC-facing "
+            f"capacity, {plan.iters} iterations per case; {plan.trials} paired trials from seed {plan.seed}")
+
+
+def run(plan, experiment):
+    results, started, topo = experiment.results, time.monotonic(), plan.forms[0]
+    print(heading(plan))
     about = {"scenario": NAME, "hash": plan.hash, "bond": plan.bond, "seed": plan.seed, "size": plan.size,
              "rows": [], "fabric_check": {}}
+
+    def keep(row):
+        about["rows"].append(row)
+        results.append("hpn7_rails.csv", row)
+        print(line(row), flush=True)
+
     with results.outcome("hpn7_rails.json", about):
-        for trial in range(plan.trials):
-            for form in trial_order(plan.forms, trial):
-                draw = Draw(plan.seed + trial, plan.bond)
-                folder = results / f"trial{trial}" / f"planes{form.planes}"
-                with Emulation(form, routing.plan(form, "ecmp", plan.hash), folder, mtu=plan.mtu) as emu:
-                    if form.planes not in about["fabric_check"]:
-                        check = fabric_check.check(emu)
-                        print("\n".join(fabric_check.report(check, emu)))
-                        about["fabric_check"][form.planes] = fabric_check.passed(check)
-                    for case, groups in cases(form).items():
-                        for row in run_case(emu, case, groups, plan, draw):
-                            row = dict(row, trial=trial, seed=plan.seed + trial)
-                            about["rows"].append(row)
-                            results.append("hpn7_rails.csv", row)
-                            print(line(row), flush=True)
-            print(f"  ... {trial + 1} of {plan.trials} trials in {time.monotonic() - started:.0f} s", flush=True)
-        compared = comparisons(about["rows"])
+        forms = [Form(label, form, "ecmp", plan.hash) for label, form in zip(FORMS, plan.forms)]
+        rows, checks = run_trials(experiment, forms, trials=plan.trials, seed=plan.seed, bond=plan.bond,
+                                  measure=measure(plan), mtu=plan.mtu, on_row=keep)
+        about["fabric_check"] = {f.topo.planes: checks[f.label].passed for f in forms}
+        compared = comparisons(rows)
         about["summary"] = {key: c.to_dict() for key, c in compared.items()}
-        about["wrong"] = sum(r["wrong"] for r in about["rows"])
-        about["emulator"] = describe_all(about["rows"], lambda r: f"trial {r['trial']} planes={r['planes']} "
-                                                                  f"{r['case']}")
+        about["wrong"] = sum(r["wrong"] for r in rows)
+        about["emulator"] = describe_all(rows, lambda r: f"trial {r['trial']} planes={r['planes']} {r['case']}")
         about["seconds"] = round(time.monotonic() - started, 1)
     print("\nsummary (paired over trials; mean [95% interval]):")
     for c in compared.values():
         print(f"  {c.line()}")
-    checks = ", ".join(f"planes={p} {'PASS' if ok else 'FAIL'}" for p, ok in about["fabric_check"].items())
-    print(f"  #wrong over every iteration: {about['wrong']}\n  {about['emulator']}\n  fabric check: {checks}")
-    results.figure("busbw_by_case.png", figures.busbw_by_case, about["rows"])
+    print("measured against the flow model (max-min fair rates over the captured paths):")
+    print("\n".join(model_lines(rows, FORMS, name=lambda r: r["case"])))
+    passed = ", ".join(f"planes={p} {'PASS' if ok else 'FAIL'}" for p, ok in about["fabric_check"].items())
+    print(f"  #wrong over every iteration: {about['wrong']}\n  {about['emulator']}\n  fabric check: {passed}")
+    results.figure("busbw_by_case.png", figures.busbw_by_case, rows, fabric=topo.name)
     print(results.listing())
     return 0 if about["wrong"] == 0 else 1

@@ -10,11 +10,9 @@ import time
 from dataclasses import dataclass
 
 from scenarios.common import add_fabric_arguments, at_least, counts, fabric
-from testbed import routing
-from testbed.emulation.network import Emulation
 from testbed.errors import TestbedError
-from testbed.fidelity.verdict import describe_all
-from testbed.probes.incast import roles, run_fanins
+from testbed.fidelity.verdict import describe_all, flag
+from testbed.probes.incast import roles
 from testbed.report import figures
 
 NAME = "incast"
@@ -44,6 +42,8 @@ class Plan:
         return [self.topo]
 
 
+HEADER = ("# fan-in  rounds  max queue(pkts)  max backlog(B)  drops  p50 done(ms)  p99 done(ms)  "
+          "ideal(ms)  probe-qdisc median |diff| (frames)  emulator")
 MAX_ROUND_S = 600
 PROBE_INTERVAL_S = (0.001, 1.0)
 
@@ -63,8 +63,14 @@ def prepare(args):
     return Plan(topo, args.mtu, fanins, size, at_least(args.rounds, 1, "--rounds"), args.probe_interval)
 
 
-def run(plan, results):
-    topo, started = plan.topo, time.monotonic()
+def line(row):
+    return (f"  {row['fanin']:6d}  {row['rounds']:6d}  {row['max_queue_packets']:15d}  {row['max_backlog_bytes']:14d}  "
+            f"{row['drops']:5d}  {row['p50_done_ms']:12.1f}  {row['p99_done_ms']:12.1f}  {row['ideal_ms']:9.1f}  "
+            f"{row['probe_qdisc_median_diff_frames']!s:>34}  {flag(row)}")
+
+
+def run(plan, experiment):
+    results, topo, started = experiment.results, plan.topo, time.monotonic()
     about = {"scenario": NAME, "topology": topo.name, "rate_mbit": topo.rate, "queue": topo.queue, "mtu": plan.mtu,
              "rows": []}
 
@@ -72,13 +78,17 @@ def run(plan, results):
         about["rows"].append(row)
         results.append("incast.csv", row)
         results.append("incast_timeseries.csv", *series)
+        print(line(row), flush=True)
 
-    with results.outcome("incast.json", about), \
-            Emulation(topo, routing.plan(topo), results.path, mtu=plan.mtu) as emu:
-        rows, series = run_fanins(emu, plan.fanins, plan.size, plan.rounds, plan.interval, on_fanin=keep)
+    receiver, prober, _ = roles(topo, plan.fanins)
+    with results.outcome("incast.json", about), experiment.emulate(topo, mtu=plan.mtu) as emu:
+        print(f"# receiver {receiver.name}, probes from {prober.name}, {plan.size} B per sender, "
+              f"queue limit {topo.queue} packets of up to {plan.mtu + 14} B")
+        print(HEADER)
+        rows, series = emu.incast(plan.fanins, plan.size, rounds=plan.rounds, interval=plan.interval, on_fanin=keep)
         about["seconds"] = round(time.monotonic() - started, 1)
         about["datapath"] = emu.datapath
     print(describe_all(rows, lambda r: f"fan-in {r['fanin']}"))
-    results.figure("queue.png", figures.queue_over_time, series, limit=topo.queue)
+    results.figure("queue.png", figures.queue_over_time, series, limit=topo.queue, fabric=topo.name)
     print(results.listing())
     return 0

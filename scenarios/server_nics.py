@@ -14,13 +14,10 @@ another, and servers alternating BiGraph's layers, so that the ring leaves each 
 from dataclasses import dataclass
 
 from scenarios.common import add_fabric_arguments, at_least, counts, fabric, names
-from testbed import routing
-from testbed.collectives import sweep
+from testbed.api import sweep
 from testbed.collectives.placements import on_shared_nics
-from testbed.emulation.network import Emulation
 from testbed.errors import TestbedError
-from testbed.fidelity import fabric_check
-from testbed.fidelity.model import idle_step_us
+from testbed.experiments.sweeps import run_sweeps
 from testbed.fidelity.verdict import describe_all
 from testbed.report import figures
 from testbed.topology import BiGraph
@@ -88,29 +85,21 @@ def label(row):
     return f"{row['form']} {row['algorithm']}@{row['size']}"
 
 
-def run(plan, results):
-    eflops = plan.forms["nic per accelerator"]
+def run(plan, experiment):
+    results, eflops = experiment.results, plan.forms["nic per accelerator"]
     print(f"# {NAME}: {len(eflops.hosts)} accelerators in {eflops.n} servers of {PER_SERVER}, links "
           f"{eflops.rate:g} Mbit/s; {', '.join(plan.placed['shared nic'])} at {', '.join(map(str, plan.sizes))} B")
-    about = {"scenario": NAME, "rate_mbit": eflops.rate, "rows": [], "fabric_check": {}}
-
-    def keep(form):
-        def one(row):
-            row["form"] = form
-            about["rows"].append(row)
-            results.append("server_nics.csv", row)
-        return one
+    about = {"scenario": NAME, "rate_mbit": eflops.rate, "rows": [], "fabric_check": {}, "forms": {}}
 
     with results.outcome("server_nics.json", about):
         for form, topo in plan.forms.items():
-            print(f"\n## {form}: {topo.describe()}")
-            with Emulation(topo, routing.plan(topo), results / form.replace(" ", "_"), mtu=plan.mtu) as emu:
-                check = fabric_check.check(emu)
-                print("\n".join(fabric_check.report(check, emu)))
-                about["fabric_check"][form] = fabric_check.passed(check)
-                idle = idle_step_us(emu)
-                sweep.run_sweep(emu, plan.placed[form], plan.sizes, 1, plan.iters, on_row=keep(form),
-                                idle_step_us=idle)
+            mine = about["forms"][form] = {}
+            measured, check = run_sweeps(experiment, topo, {"allreduce": plan.placed[form]}, plan.sizes, 1,
+                                         plan.iters, mtu=plan.mtu, about=mine, csv="server_nics.csv",
+                                         label={"form": form}, heading=lambda _c, _e, f=form, t=topo:
+                                         f"\n## {f}: {t.describe()}", folder=results / form.replace(" ", "_"))
+            about["rows"] += measured["allreduce"]
+            about["fabric_check"][form] = check.passed
         about["comparison"] = cmp = compare_forms(about["rows"])
     print("\nsummary: busbw per accelerator over the link rate, one NIC per accelerator against one shared NIC")
     for c in cmp:
@@ -121,6 +110,6 @@ def run(plan, results):
     checks = ", ".join(f"{form} {'PASS' if ok else 'FAIL'}" for form, ok in about["fabric_check"].items())
     print(f"  fabric check: {checks}")
     results.figure("busbw_per_accelerator.png", figures.busbw_by_size, about["rows"], link_mbit=eflops.rate,
-                   series=lambda r: f"{r['algorithm']}, {r['form']}")
+                   series=lambda r: f"{r['algorithm']}, {r['form']}", fabric=eflops.name)
     print(results.listing())
     return 0 if all(r["wrong"] == 0 for r in about["rows"]) else 1

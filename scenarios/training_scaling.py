@@ -10,39 +10,54 @@ throughput(N) / ((N / N0) x throughput(N0)), N0 the smallest N.
   one server and never touches the network.
 The computation per iteration is the same at every N (weak scaling), chosen so that the ideal
 allreduce of the gradients is --comm-share of an iteration at N0 (see testbed.collectives.training).
-With --workload FILE, an iteration is instead a SimAI workload file replayed
-(testbed.collectives.workload): its layers' computation slept, their collectives (allreduce,
-allgather, reduce-scatter, alltoall, broadcast) real, each in the system's family of algorithms.
+With --workload FILE, an iteration is instead a SimAI workload file replayed as the job it describes
+(testbed.api.jobs): its ranks in Megatron's order on the system's servers (a tensor-parallel group on
+one server's accelerators), each collective in the group its phase names (tensor-, data-, expert-
+or pipeline-parallel), in the system's family of algorithms; a group inside one server runs over
+the modelled scale-up domain (--scaleup-gbit), the others for real across the fabric. The file's
+GPU count is the replay's unless --ranks asks for others (the data-parallel size follows), and
+the report gives each group kind's time, its share of the iteration, and its bytes on the fabric
+and inside servers, beside what the same collectives over all the ranks would put on the fabric.
+- hpn7-ring (a workload's systems only): HPN 7.0's dual-plane fabric, two segments of servers of 4
+  accelerators, each on its rail (HPN7(2, N/8, 4, 2)), ECMP, Ring.
 """
 import time
 from dataclasses import dataclass
 
 from scenarios.common import add_fabric_arguments, at_least, counts, names
-from testbed import routing
-from testbed.api import check_delay
+from testbed.api.fabric import check_delay
+from testbed.api.jobs import NVLINK_GBIT, Job, bus_bytes
+from testbed.api.sweep import check_memory
 from testbed.collectives import workload as workloads
-from testbed.collectives.placements import place
-from testbed.collectives.schedules import HalvingDoubling
-from testbed.collectives.training import compute_seconds, family, linear_ratio, replay, train
+from testbed.collectives.data import ELEMENT_BYTES
+from testbed.collectives.parallelism import KINDS
+from testbed.collectives.placements import place, place_jobs, servers
+from testbed.collectives.schedules import HalvingDoubling, Ring
+from testbed.collectives.training import compute_seconds, linear_ratio, train
+from testbed.collectives.workload import scaled_count
 from testbed.emulation import preflight
-from testbed.emulation.network import Emulation
+from testbed.emulation.capacity import capacity, check_link_rate, check_mtu, largest_faithful_ranks
 from testbed.errors import TestbedError
-from testbed.fidelity.capacity import capacity, check_link_rate, check_mtu, largest_faithful_ranks
 from testbed.fidelity.verdict import describe_all, flag
 from testbed.report import figures
-from testbed.topology import BiGraph, LeafSpine
+from testbed.topology import HPN7, BiGraph, LeafSpine
 
 NAME = "training_scaling"
 HELP = "training iterations (modelled compute + gradient allreduce) against rank count: the linear-scaling ratio"
-SYSTEMS = ("bigraph-hdrm", "bigraph-ring", "clos-ecmp-hd", "single-nic-hd")
+SYSTEMS = ("bigraph-hdrm", "bigraph-ring", "clos-ecmp-hd", "single-nic-hd", "hpn7-ring")
+SYNTHETIC = SYSTEMS[:4]           # hpn7-ring needs 16 ranks or more (two segments of 4-accelerator servers)
+FAMILY = {"bigraph-hdrm": "hd", "bigraph-ring": "ring", "clos-ecmp-hd": "hd", "single-nic-hd": "hd",
+          "hpn7-ring": "ring"}
 PER_SERVER = 4
 SYSTEM, RANKS = "system", "ranks"
 
 
 def add_arguments(parser):
     add_fabric_arguments(parser, topology="(per system)")
-    parser.add_argument("--ranks", default="4,8,16,32", help="rank counts, powers of two (default %(default)s)")
-    parser.add_argument("--systems", default=",".join(SYSTEMS), help="comma-separated, from " + ", ".join(SYSTEMS))
+    parser.add_argument("--ranks", default=None,
+                        help="rank counts, powers of two (default 4,8,16,32; with --workload the file's GPU count)")
+    parser.add_argument("--systems", default=None, help="comma-separated, from " + ", ".join(SYSTEMS) +
+                        f" (default {','.join(SYNTHETIC)}; with --workload all)")
     parser.add_argument("--gradient-bytes", type=int, default=256 << 10,
                         help="bytes allreduced per iteration (default %(default)s)")
     parser.add_argument("--comm-share", type=float, default=0.3,
@@ -55,6 +70,9 @@ def add_arguments(parser):
     parser.add_argument("--workload-gbit", type=float, default=400.0,
                         help="the link rate the workload was made for, Gbit/s: its sizes are scaled by "
                              "--rate over it (default %(default)s)")
+    parser.add_argument("--scaleup-gbit", type=float, default=NVLINK_GBIT,
+                        help="a server's scale-up domain (NVLink) each way, Gbit/s, as real: the time of a "
+                             "group inside one server is modelled at it (default %(default)s: H100's NVLink)")
 
 
 def system_fabric(system, ranks, rate, queue, delay):
@@ -68,8 +86,11 @@ def system_fabric(system, ranks, rate, queue, delay):
         per_leaf = min(4, ranks // 2)
         topo = LeafSpine(ranks // per_leaf, 4, per_leaf, rate=rate, queue=queue, delay=delay)
         return topo, "ecmp", "hd", place("hd", topo)
-    servers = max(2, ranks // PER_SERVER)           # a BiGraph needs 2 switches; at N = 4 one is idle
-    topo = BiGraph(1, servers, rate=rate, queue=queue, delay=delay)
+    if system == "hpn7-ring":
+        topo = HPN7(2, ranks // (2 * PER_SERVER), PER_SERVER, 2, rate=rate, queue=queue, delay=delay)
+        return topo, "ecmp", "ring", (Ring(), [h for box in servers(topo) for h in box])
+    boxes = max(2, ranks // PER_SERVER)           # a BiGraph needs 2 switches; at N = 4 one is idle
+    topo = BiGraph(1, boxes, rate=rate, queue=queue, delay=delay)
     schedule = HalvingDoubling()
     schedule.check(ranks)
     hosts = [topo.host_at(r // PER_SERVER, 0).name for r in range(ranks)]
@@ -87,10 +108,22 @@ class Plan:
     base: int             # N0
     workload: object = None   # a workloads.Workload, or None: compute + gradient allreduce
     scale: float = 1.0        # workload sizes here over as written
+    jobs: dict = None         # {(system, ranks): api.jobs.Job} of a workload's replay
 
     @property
     def fabrics(self):
         return [p[2] for p in self.points]
+
+
+def rank_counts(args, workload):
+    if args.ranks is not None:
+        return sorted(set(counts(args.ranks, "--ranks")))
+    if workload is not None:
+        if not workload.gpus:
+            raise TestbedError(f"--workload {workload.path} names no GPU count (all_gpus in its first line): "
+                               "give the ranks to replay it on with --ranks")
+        return [workload.gpus]
+    return [4, 8, 16, 32]
 
 
 def prepare(args):
@@ -98,37 +131,89 @@ def prepare(args):
     check_link_rate(args.rate)
     if args.topology != "(per system)":
         raise TestbedError(f"{NAME} builds its own fabrics per system and rank count: leave out --topology")
-    rank_counts = sorted(set(counts(args.ranks, "--ranks")))
+    workload = workloads.read(args.workload) if args.workload is not None else None
+    ranks = rank_counts(args, workload)
+    systems = names(args.systems or ",".join(SYSTEMS if workload else SYNTHETIC), "--systems", SYSTEMS)
     datapath = preflight.datapath()      # the userspace datapath's limit must not cap the kernel's
+    limit = capacity(args.mtu, datapath)
     most = largest_faithful_ranks(args.rate, args.mtu, datapath)
-    for n in rank_counts:
+    for n in ranks:
         if n < 2 or n & (n - 1):
             raise TestbedError(f"--ranks: {n} is not a power of two of 2 or more (halving-doubling needs one)")
         if n > most:
             raise TestbedError(f"--ranks: {n} ranks at {args.rate:g} Mbit/s offer more than this machine forwards "
-                               f"faithfully (about {capacity(args.mtu, datapath)} Mbit/s): use up to {most} ranks, "
-                               "or a lower --rate")
-    systems = names(args.systems, "--systems", SYSTEMS)
+                               f"faithfully (about {limit} Mbit/s): use up to {most} ranks, or a lower --rate")
+        if "hpn7-ring" in systems and n < 2 * 2 * PER_SERVER:
+            raise TestbedError(f"--ranks: hpn7-ring needs 16 ranks or more (two segments of {PER_SERVER}-accelerator "
+                               f"servers; got {n}): leave it out of --systems or give more ranks")
     if not 0.05 <= args.comm_share <= 0.95:
         raise TestbedError(f"--comm-share must be between 0.05 and 0.95 (got {args.comm_share})")
-    size = at_least(args.gradient_bytes, 4 * max(rank_counts), "--gradient-bytes", " (4 per rank)")
+    size = at_least(args.gradient_bytes, 4 * max(ranks), "--gradient-bytes", " (4 per rank)")
     delay = check_delay(args.delay)
-    points = [(s, n, *system_fabric(s, n, args.rate, args.queue, delay)) for s in systems for n in rank_counts]
-    base = rank_counts[0]
+    points = [(s, n, *system_fabric(s, n, args.rate, args.queue, delay)) for s in systems for n in ranks]
+    for system, n, topo, *_ in points:
+        offered = len(topo.nic_ports()) * args.rate
+        if limit is not None and offered > limit:
+            raise TestbedError(f"--ranks: {n} ranks of {system} at {args.rate:g} Mbit/s offer {offered:g} Mbit/s, more "
+                               f"than this machine forwards faithfully (about {limit} Mbit/s): use up to {most} ranks, "
+                               "or a lower --rate")
+    base = ranks[0]
     compute = compute_seconds(size, base, points[0][2].bytes_per_s, args.comm_share)
-    workload, scale = None, 1.0
-    if args.workload is not None:
-        workload = workloads.read(args.workload)
-        if args.workload_gbit <= 0:
-            raise TestbedError(f"--workload-gbit must be positive (got {args.workload_gbit:g})")
+    jobs, scale = {}, 1.0
+    if workload is not None:
+        for option in ("workload_gbit", "scaleup_gbit"):
+            if not getattr(args, option) > 0:
+                raise TestbedError(f"--{option.replace('_', '-')} must be positive (got {getattr(args, option):g})")
         scale = args.rate * 1e6 / (args.workload_gbit * 1e9)
         compute = workload.compute_s()
+        for system, n, topo, _, _, (_, hosts) in points:
+            job = Job(f"{system} N={n}", workload, workload.groups(n), tuple(job_hosts(system, topo, hosts, n)),
+                      scale, args.scaleup_gbit, FAMILY[system])
+            job.check(topo)
+            jobs[system, n] = job
+        for n in ranks:
+            groups = workload.groups(n)
+            for label, _, _, kind, written in Job("", workload, groups, (), scale).phases()[0]:
+                fix = (lambda fits, label=label, written=written:
+                       f"its {label} ({written} B as written) scales to more: use a --workload-gbit of "
+                       f"{args.workload_gbit * written * scale / max(fits, 1):.3g} or more, or a lower --rate")
+                check_memory(scaled_count(written, scale, groups.size(kind)) * ELEMENT_BYTES, n, fix,
+                             what=f"collective of {args.workload}")
     return Plan(points, args.mtu, size, compute, at_least(args.iters, 1, "--iters"),
-                at_least(args.batch, 1, "--batch"), base, workload, scale)
+                at_least(args.batch, 1, "--batch"), base, workload, scale, jobs)
 
 
-def run(plan, results):
-    started = time.monotonic()
+def job_hosts(system, topo, hosts, ranks):
+    """A replayed job's host per rank: Megatron's order filling the system's servers (single-nic-hd:
+    4 ranks on each server's one host)."""
+    return hosts if system == "single-nic-hd" else place_jobs(topo, [ranks])[0]
+
+
+def all_ranks_bytes(job):
+    """What one iteration of the same collectives put on the fabric when every one spanned all of
+    the job's ranks (the replay before groups)."""
+    n = len(job.hosts)
+    return round(sum(bus_bytes(c, n, scaled_count(size, job.scale, n) * ELEMENT_BYTES)
+                     for _, _, c, _, size in job.phases()[0]))
+
+
+def group_lines(row):
+    """Per group kind: its time, share of the iteration, and bytes on the fabric and inside servers."""
+    lines = []
+    for kind in KINDS:
+        if f"{kind}_s" in row:
+            lines.append(f"  {'':22s} {kind:5s} {row[f'{kind}_s'] * 1e3:9.1f} ms ({row[f'{kind}_share']:.0%} of the "
+                         f"iteration)  fabric {row[f'{kind}_fabric_bytes'] / 1e6:9.2f} MB  inside servers "
+                         f"{row[f'{kind}_scaleup_bytes'] / 1e6:9.2f} MB")
+    fabric = sum(row.get(f"{kind}_fabric_bytes", 0) for kind in KINDS)
+    every = row["all_ranks_fabric_bytes"]
+    lines.append(f"  {'':22s} on the fabric per iteration {fabric / 1e6:.2f} MB: {fabric / max(every, 1):.2f} of the "
+                 f"{every / 1e6:.2f} MB the same collectives over all the ranks would put there")
+    return lines
+
+
+def run(plan, experiment):
+    results, started = experiment.results, time.monotonic()
     if plan.workload:
         w = plan.workload
         print(f"# {NAME}: workload {w.path} ({w.parallelism}, {len(w.layers)} layers, collectives "
@@ -139,6 +224,9 @@ def run(plan, results):
         print(f"# {NAME}: gradients of {plan.gradient_bytes} B, {plan.compute_s * 1e3:.0f} ms of modelled "
               f"computation per iteration, {plan.iters} iterations per point, {plan.batch} samples per rank; "
               f"N0 = {plan.base}")
+    if plan.workload:
+        for (system, ranks), job in plan.jobs.items():
+            print(f"#   {system} N={ranks}: {job.parallelism.describe()}, {job.family} family")
     print("# system           ranks  iteration(ms)  samples/s  linear ratio  #wrong  emulator")
     about = {"scenario": NAME, "gradient_bytes": plan.gradient_bytes, "compute_s": plan.compute_s,
              "base_ranks": plan.base, "rows": []}
@@ -146,33 +234,31 @@ def run(plan, results):
     with results.outcome("training_scaling.json", about):
         for system, ranks, topo, mode, variant, (schedule, hosts) in plan.points:
             folder = results / f"{system}-{ranks}"
-            with Emulation(topo, routing.plan(topo, mode), folder, mtu=plan.mtu, log=lambda m: None) as emu:
-                label = f"{system} N={ranks}"
+            with experiment.emulate(topo, mode, folder=folder, mtu=plan.mtu, log=lambda m: None) as emu:
                 if plan.workload:
-                    used = family(topo, mode, schedule, hosts, plan.workload.collectives())
-                    row = replay(emu, used, hosts, plan.workload, plan.scale, plan.iters, plan.batch, label)
+                    job = plan.jobs[system, ranks]
+                    (row,) = emu.jobs([job], iters=plan.iters)
+                    row.update(samples_per_s=round(ranks * plan.batch / row["iteration_s"], 2),
+                               all_ranks_fabric_bytes=all_ranks_bytes(job))
                 else:
-                    row = train(emu, schedule, hosts, plan.gradient_bytes, plan.compute_s, plan.iters, plan.batch,
-                                label)
+                    row = train(emu.emulation, schedule, hosts, plan.gradient_bytes, plan.compute_s, plan.iters,
+                                plan.batch, f"{system} N={ranks}")
             base.setdefault(system, (row["samples_per_s"], ranks))
             row.update(system=system, ranks=ranks, fabric=topo.name, variant=variant,
                        linear_ratio=round(linear_ratio(row["samples_per_s"], ranks, *base[system]), 3))
             about["rows"].append(row)
-            flat = {k: v for k, v in row.items() if k not in ("times", "comm_share")}
-            flat.update({f"share_{c}": share for c, share in row.get("comm_share", {}).items()})
-            results.append("training_scaling.csv", flat)
+            results.append("training_scaling.csv", {k: v for k, v in row.items() if k not in ("times", "starts")})
             print(f"  {system:15s} {ranks:5d}  {row['iteration_s'] * 1e3:13.1f}  {row['samples_per_s']:9.1f}  "
                   f"{row['linear_ratio']:12.3f}  {row['wrong']:6d}  {flag(row)}")
             if plan.workload:
-                print(f"  {'':15s}        exposed communication {row['exposed_comm_s'] * 1e3:.1f} ms of "
-                      f"{row['iteration_s'] * 1e3:.1f}; of the communication: " +
-                      ", ".join(f"{c} {share:.0%}" for c, share in row["comm_share"].items()))
+                print("\n".join(group_lines(row)))
         about["seconds"] = round(time.monotonic() - started, 1)
     largest = max(r["ranks"] for r in about["rows"])
     print(f"\nsummary: linear ratio at {largest} ranks against N0 = {plan.base}: " + ", ".join(
         f"{r['system']} {r['linear_ratio']:.2f}" for r in about["rows"] if r["ranks"] == largest))
     print(f"  #wrong over every iteration: {sum(r['wrong'] for r in about['rows'])}")
     print(f"  {describe_all(about['rows'], lambda r: f'{r[SYSTEM]} N={r[RANKS]}')}")
-    results.figure("linear_ratio.png", figures.linear_ratio, about["rows"], plan.base)
+    results.figure("linear_ratio.png", figures.linear_ratio, about["rows"], plan.base,
+                   fabric="each system's fabric per rank count")
     print(results.listing())
     return 0 if all(r["wrong"] == 0 for r in about["rows"]) else 1

@@ -2,15 +2,20 @@
 
 The pipeline, one package per stage:
 
-    topology     a fabric as plain data (BiGraph, LeafSpine, HPN7)
+    topology     a fabric as plain data (BiGraph, LeafSpine, HPN7, a file)
     routing      the controller's rules and the routes flows take (deterministic, ecmp)
     emulation    the fabric brought to life: Mininet hosts, Open vSwitch, shaped links, the
-                 controller process, the run record that cleanup follows, programs in hosts
-    collectives  allreduce schedules, placements, rank processes, the size sweep
-    probes       collisions on links, queues at switch ports, incast
-    fidelity     capacity limits, the fabric check, whether the emulator was the bottleneck
-    report       the run folder, tables, figures
+                 controller process, the run record that cleanup follows, programs in hosts, and
+                 what this machine carries (capacity, CPU placement, the CPU while traffic runs)
+    machines     a fabric's slots across machines, on Dask distributed
+    collectives  schedules, placements, parallelism groups, rank processes, workload files
+    probes       captures of every link, queues at switch ports, incast, iperf3 flows
+    fidelity     the flow model of what a run should achieve, the fabric check, the verdict
+    report       the run folder, tables, figures, paired statistics
+    api          the public API over the stages (docs/api.md)
+    experiments  the engine the scenarios run on: size sweeps and paired trials
 
+Each stage imports only from the stages above it in this list (tests/test_layers.py).
 ``testbed.programs`` holds the programs that run inside emulated hosts. The design, with the
 measurements behind it, is in docs/design.md.
 
@@ -23,7 +28,7 @@ import importlib
 # Only these names load it: a lookup of any other attribute (libraries probe modules for
 # attributes they may lack) must not import Mininet into a process that never asked for it.
 API = ("fabric", "emulate", "Emulated", "plane_forms", "Draw", "compare", "trial_order", "Collective", "Sweep",
-       "Collisions", "Flows", "FabricCheck", "TestbedError", "HPN_UPLINK_CAPACITY")
+       "Collisions", "Flows", "FabricCheck", "Together", "Comm", "RunSettings", "TestbedError", "HPN_UPLINK_CAPACITY")
 
 
 def __getattr__(name):

@@ -27,7 +27,7 @@ def interrupted(signum):
 @contextmanager
 def _handlers(handler, after=None):
     """Install handler for SIGNALS; on leaving, restore the previous handlers (or install `after`)."""
-    if threading.current_thread() is not threading.main_thread():   # a machine's part (emulation.part)
+    if threading.current_thread() is not threading.main_thread():   # a machine's part (machines.part)
         yield
         return
     old = {sig: signal.signal(sig, handler) for sig in SIGNALS}

@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from testbed.emulation import placement
+from testbed.emulation import capacity, cores
+from testbed.emulation.settings import RunSettings
 from testbed.errors import TestbedError
-from testbed.fidelity import calibration, capacity
 from testbed.topology import BiGraph
 
 MACHINE = {"kernel": "6.1.0-test", "ovs": "3.1.0", "cores": 2}
@@ -16,14 +16,14 @@ MACHINE = {"kernel": "6.1.0-test", "ovs": "3.1.0", "cores": 2}
 def calibrated(monkeypatch, tmp_path):
     """A calibration of this (pretended) machine: MTU 9000 1440 pinned / 960 none, MTU 1500 240 / 160."""
     monkeypatch.setenv("AI_TESTBED_CALIBRATION", str(tmp_path / "calibration.json"))
-    monkeypatch.setattr(calibration, "machine", lambda: dict(MACHINE))
-    calibration.store({(9000, "pinned"): 1440, (9000, "none"): 960, (1500, "pinned"): 240, (1500, "none"): 160},
+    monkeypatch.setattr(capacity, "machine", lambda: dict(MACHINE))
+    capacity.store({(9000, "pinned"): 1440, (9000, "none"): 960, (1500, "pinned"): 240, (1500, "none"): 160},
                       rows=[])
     return tmp_path / "calibration.json"
 
 
 def test_stored_figures_are_read_back_per_mtu_and_placement(calibrated):
-    found, why = calibration.load()
+    found, why = capacity.load()
     assert why == "" and found.faithful_mbit(9000, "pinned") == 1440 and found.faithful_mbit(9000, "none") == 960
     # an MTU between the calibrated ones gets the smaller one's figure; below all, none
     assert found.faithful_mbit(4000, "none") == 160 and found.faithful_mbit(1280, "none") is None
@@ -44,9 +44,9 @@ def test_the_rate_check_uses_the_calibration_refusing_above_and_accepting_below(
 
 
 def test_a_calibration_of_another_machine_is_stale_and_the_conservative_figure_says_so(calibrated, monkeypatch):
-    monkeypatch.setattr(calibration, "machine", lambda: dict(MACHINE, kernel="6.18.0-other"))
+    monkeypatch.setattr(capacity, "machine", lambda: dict(MACHINE, kernel="6.18.0-other"))
     calibrated.touch()     # the cache follows the file
-    found, why = calibration.load()
+    found, why = capacity.load()
     assert found is None and "stale (kernel 6.1.0-test -> 6.18.0-other)" in why and "--calibrate" in why
     assert capacity.capacity(9000, placement="pinned") == capacity.USERSPACE_CAPACITY_MBIT[9000]
     with pytest.raises(TestbedError, match=r"about 320 Mbit/s; conservative figure: the calibration of .* is stale"):
@@ -55,31 +55,31 @@ def test_a_calibration_of_another_machine_is_stale_and_the_conservative_figure_s
 
 def test_missing_or_unreadable_calibrations_fall_back(monkeypatch, tmp_path):
     monkeypatch.setenv("AI_TESTBED_CALIBRATION", str(tmp_path / "none.json"))
-    assert calibration.load() == (None, "this machine is not calibrated (run_scenario.py --calibrate measures it)")
+    assert capacity.load() == (None, "this machine is not calibrated (run_scenario.py --calibrate measures it)")
     assert capacity.capacity(9000) == 320 and capacity.capacity(1500) == 80
     assert capacity.capacity(9000, "kernel") is None
     (tmp_path / "none.json").write_text("{not json")
-    assert "unreadable" in calibration.load()[1]
+    assert "unreadable" in capacity.load()[1]
 
 
 def test_faithful_needs_both_the_total_and_the_slowest_flow_of_tcps_ceiling():
-    assert calibration.goodput_ceiling(1500) == pytest.approx(0.956, abs=1e-3)
-    assert calibration.faithful({"mtu": 9000, "achieved_over_offered": 0.97, "min_flow_ratio": 0.9})
-    assert not calibration.faithful({"mtu": 9000, "achieved_over_offered": 0.99, "min_flow_ratio": 0.88})
-    assert not calibration.faithful({"mtu": 9000, "achieved_over_offered": 0.96, "min_flow_ratio": 0.95})
+    assert capacity.goodput_ceiling(1500) == pytest.approx(0.956, abs=1e-3)
+    assert capacity.faithful({"mtu": 9000, "achieved_over_offered": 0.97, "min_flow_ratio": 0.9})
+    assert not capacity.faithful({"mtu": 9000, "achieved_over_offered": 0.99, "min_flow_ratio": 0.88})
+    assert not capacity.faithful({"mtu": 9000, "achieved_over_offered": 0.96, "min_flow_ratio": 0.95})
     # at MTU 1500 TCP gets at most 0.956 of a link: 0.93 of the offered load is 0.97 of that
-    assert calibration.faithful({"mtu": 1500, "achieved_over_offered": 0.93, "min_flow_ratio": 0.87})
+    assert capacity.faithful({"mtu": 1500, "achieved_over_offered": 0.93, "min_flow_ratio": 0.87})
 
 
 def test_a_calibration_that_found_nothing_faithful_at_an_mtu_refuses_it(calibrated):
-    calibration.store({(9000, "none"): 1280, (1500, "none"): 0}, rows=[])
+    capacity.store({(9000, "none"): 1280, (1500, "none"): 0}, rows=[])
     with pytest.raises(TestbedError, match="no faithful load at MTU 1500 .*: use --mtu 9000"):
         capacity.check_rate(BiGraph(2, 8, rate=1), 1500, placement="none")
 
 
 def test_a_figure_measured_again_replaces_the_old_one_and_the_others_stay(calibrated):
-    calibration.store({(1500, "none"): 80}, rows=[{"mtu": 1500}])
-    found, _ = calibration.load()
+    capacity.store({(1500, "none"): 80}, rows=[{"mtu": 1500}])
+    found, _ = capacity.load()
     assert found.figures == {(9000, "pinned"): 1440, (9000, "none"): 960, (1500, "pinned"): 240, (1500, "none"): 80}
     assert found.data["rows"] == [{"mtu": 1500}] and "updated" in found.data
 
@@ -121,25 +121,25 @@ def test_a_rung_that_fails_once_takes_a_third_try(monkeypatch):
 
 def test_a_run_measures_only_the_figure_it_lacks(calibrated, monkeypatch):
     from testbed.fidelity import calibrate
-    calibration.store({(9000, "none"): 960}, rows=[])
+    capacity.store({(9000, "none"): 960}, rows=[])
     calibrated.write_text(calibrated.read_text().replace('"mtu": 1500', '"mtu": 1280'))   # no 1500 figures
     measured = fake_machine(monkeypatch, 120)
     calibrate.ensure(9000, "none", log=lambda line: None)
     assert measured == []                                                  # stored: nothing to do
     calibrate.ensure(4000, "none", log=lambda line: None)                  # reads the MTU 1500 figure
-    assert set(measured) <= set(calibrate.LADDERS[1500]) and calibration.load()[0].figures[1500, "none"] == 120
+    assert set(measured) <= set(calibrate.LADDERS[1500]) and capacity.load()[0].figures[1500, "none"] == 120
     monkeypatch.setenv("AI_TESTBED_CALIBRATION", str(calibrated.parent / "missing.json"))
     calibrate.ensure(1500, "pinned", log=lambda line: None)                # uncalibrated: --calibrate's job
     assert not (calibrated.parent / "missing.json").exists()
 
 
 def test_auto_placement_follows_the_calibration(calibrated, monkeypatch):
-    monkeypatch.setattr(placement, "cores", lambda: [0, 1])
+    monkeypatch.setattr(cores, "online", lambda: [0, 1])
     assert capacity.cpu_placement("user", "auto") == "pinned"
     assert capacity.cpu_placement("user", "none") == "none"
     assert capacity.cpu_placement("kernel", "pinned") == "none"
     assert capacity.cpu_placement("user", "auto", mtu=1500) == "pinned"     # each MTU its own better one
-    calibration.store({(9000, "pinned"): 960, (9000, "none"): 960, (1500, "pinned"): 0, (1500, "none"): 80},
+    capacity.store({(9000, "pinned"): 960, (9000, "none"): 960, (1500, "pinned"): 0, (1500, "none"): 80},
                       rows=[])
     assert capacity.cpu_placement("user", "auto") == "none"                # a tie changes nothing
     assert capacity.cpu_placement("user", "auto", mtu=1500) == "none"
@@ -147,18 +147,18 @@ def test_auto_placement_follows_the_calibration(calibrated, monkeypatch):
 
 
 def test_auto_placement_without_calibration_or_cores_leaves_the_system_alone(monkeypatch, calibrated):
-    monkeypatch.setattr(placement, "cores", lambda: [0])
+    monkeypatch.setattr(cores, "online", lambda: [0])
     assert capacity.cpu_placement("user", "auto") == "none"
     with pytest.raises(TestbedError, match="needs at least 2 cores: use --cpu-placement none"):
         capacity.cpu_placement("user", "pinned")
     with pytest.raises(TestbedError, match="--cpu-placement must be one of auto, pinned, none"):
-        placement.request("spread")
+        RunSettings(cpu_placement="spread")
 
 
 def test_hosts_receive_on_every_core_but_the_switchs(monkeypatch):
-    monkeypatch.setattr(placement, "cores", lambda: [0, 1, 2, 3])
-    assert placement.switch_core() == 3 and placement.host_mask() == "7"
-    command = placement.steer_command(["h0-eth0", "h0-eth1"], "7")
+    monkeypatch.setattr(cores, "online", lambda: [0, 1, 2, 3])
+    assert cores.switch_core() == 3 and cores.host_mask() == "7"
+    command = cores.steer_command(["h0-eth0", "h0-eth1"], "7")
     # in a mount namespace of its own: the root namespace's /sys is never remounted
     assert command.startswith("unshare --mount --propagation private sh -c 'umount -l /sys && mount -t sysfs")
     assert "/sys/class/net/h0-eth1/queues/rx-*/rps_cpus" in command and "echo 7 >" in command
@@ -166,11 +166,11 @@ def test_hosts_receive_on_every_core_but_the_switchs(monkeypatch):
 
 def test_unpin_puts_back_what_pin_found_even_through_json(monkeypatch):
     affinity = {10: {0, 1}, 11: {1}}
-    monkeypatch.setattr(placement, "threads", lambda pid: list(affinity))
-    monkeypatch.setattr(placement.os, "sched_getaffinity", lambda tid: set(affinity[tid]))
-    monkeypatch.setattr(placement.os, "sched_setaffinity", lambda tid, cpus: affinity.__setitem__(tid, set(cpus)))
-    before = placement.pin(10, {1})
+    monkeypatch.setattr(cores, "threads", lambda pid: list(affinity))
+    monkeypatch.setattr(cores.os, "sched_getaffinity", lambda tid: set(affinity[tid]))
+    monkeypatch.setattr(cores.os, "sched_setaffinity", lambda tid, cpus: affinity.__setitem__(tid, set(cpus)))
+    before = cores.pin(10, {1})
     assert affinity == {10: {1}, 11: {1}}
     affinity[12] = {1}                       # a thread started while pinned
-    placement.unpin(10, json.loads(json.dumps(before)))
+    cores.unpin(10, json.loads(json.dumps(before)))
     assert affinity == {10: {0, 1}, 11: {1}, 12: {0, 1}}

@@ -2,9 +2,9 @@
 mistake refused in one line that names the fix; the cut links' load between machines."""
 import pytest
 
-from testbed.emulation import machines
-from testbed.emulation.machine_check import cut_link_load
 from testbed.errors import TestbedError
+from testbed.machines import inventory
+from testbed.machines.checks import cut_link_load
 from testbed.topology import BiGraph
 
 GOOD = """
@@ -24,7 +24,7 @@ underlay = "10.0.0.2"
 def test_a_good_file_gives_each_machine_its_slots_in_order(tmp_path):
     path = tmp_path / "m.toml"
     path.write_text(GOOD)
-    ms = machines.load(path)
+    ms = inventory.load(path)
     assert ms.head == "10.0.0.254" and ms.scheduler is None and ms.slot_count == 3
     assert [m.name for m in ms.machine_of_slot()] == ["a", "a", "b"]
     assert ms.get("a").ssh_user_host == ("root", "10.0.0.1") and ms.get("b").ssh_user_host == (None, "vm2")
@@ -53,36 +53,36 @@ def test_each_mistake_is_refused_in_one_line(tmp_path, text, said):
     path = tmp_path / "m.toml"
     path.write_text(text)
     with pytest.raises(TestbedError) as e:
-        machines.load(path)
+        inventory.load(path)
     assert said in str(e.value) and "\n" not in str(e.value)
 
 
 def test_a_missing_file_is_refused(tmp_path):
     with pytest.raises(TestbedError, match="cannot read it"):
-        machines.load(tmp_path / "none.toml")
+        inventory.load(tmp_path / "none.toml")
 
 
 def test_a_scheduler_of_the_users_needs_no_ssh_targets():
-    ms = machines.parse({"head": "10.0.0.1", "scheduler": "tcp://10.0.0.1:8786",
+    ms = inventory.parse({"head": "10.0.0.1", "scheduler": "tcp://10.0.0.1:8786",
                          "machine": [{"name": "a", "underlay": "10.0.0.2"}]})
     assert ms.scheduler == "tcp://10.0.0.1:8786" and ms.get("a").ssh is None
 
 
 def test_the_cut_links_between_two_machines_carry_one_link_rate_each_way_per_link():
-    # BiGraph(2,8) in two slots: one Upper and one Lower switch each; 8 links cross (topology.slots)
+    # BiGraph(2,8) in two slots: one Upper and one Lower switch each; 8 links cross (topology.partition)
     topo = BiGraph(2, 8, rate=10)
-    two = machines.parse({"head": "10.0.0.9", "machine": [
+    two = inventory.parse({"head": "10.0.0.9", "machine": [
         {"name": "a", "ssh": "a", "underlay": "10.0.0.1"}, {"name": "b", "ssh": "b", "underlay": "10.0.0.2"}]})
     part, load = cut_link_load(topo, two)
     assert len(part.cut_links()) == 8 and load == {("a", "b"): 80.0}
-    one = machines.parse({"head": "10.0.0.9",
+    one = inventory.parse({"head": "10.0.0.9",
                           "machine": [{"name": "a", "ssh": "a", "underlay": "10.0.0.1", "slots": 2}]})
     assert cut_link_load(topo, one)[1] == {}      # both slots on one machine: nothing crosses the underlay
 
 
 def test_the_report_names_the_machines_the_partition_and_the_underlay():
     from testbed.report.markdown import split
-    two = machines.parse({"head": "10.0.0.9", "machine": [
+    two = inventory.parse({"head": "10.0.0.9", "machine": [
         {"name": "a", "ssh": "a", "underlay": "10.0.0.1"}, {"name": "b", "ssh": "b", "underlay": "10.0.0.2"}]})
     said = split(BiGraph(2, 8, rate=10), 1, 9000, two)
     assert "across machines a (10.0.0.1, 1 slot), b (10.0.0.2, 1 slot), the head at 10.0.0.9" in said

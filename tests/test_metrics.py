@@ -2,13 +2,14 @@
 training metrics: plain arithmetic, no root."""
 import pytest
 
+from testbed.collectives.connections import rank_connections
 from testbed.collectives.metrics import hockney, real_size, result_row
 from testbed.collectives.placements import on_shared_nics, place
 from testbed.collectives.training import compute_seconds, linear_ratio
-from testbed.fidelity.capacity import largest_faithful_ranks
-from testbed.fidelity.model import judge, model_us
-from testbed.fidelity.verdict import flag
-from testbed.routing import deterministic_routes
+from testbed.emulation.capacity import largest_faithful_ranks
+from testbed.fidelity import predict
+from testbed.fidelity.verdict import flag, judge
+from testbed.routing import plan
 from testbed.topology import BiGraph
 
 
@@ -39,32 +40,52 @@ def test_hockney_recovers_alpha_and_beta():
     assert real_size(1024, fit) == pytest.approx(1024 * 1e4 / 60, rel=0.02)
 
 
+def model(variant, topo, count, routing_mode="deterministic", latency_s=500e-6):
+    schedule, hosts = place(variant, topo)
+    conns = rank_connections(schedule, hosts, [7000] * len(hosts), 1)
+    every = [c for peers in conns.values() for cs in peers.values() for c in cs]
+    paths = predict.route_paths(topo, plan(topo, routing_mode), every)
+    return predict.collective_time(topo, schedule, conns, count, paths, 9000, latency_s)
+
+
 def test_the_model_is_latency_for_small_messages_and_the_link_for_large():
     topo = BiGraph(2, 8)
-    routes = deterministic_routes(topo)
-    schedule, hosts = place("hdrm", topo)
-    small, latency_bound = model_us(schedule, hosts, topo, routes, 256, idle_us=500)
-    assert latency_bound and small == pytest.approx(8 * 500)
-    large, latency_bound = model_us(schedule, hosts, topo, routes, 1 << 18, idle_us=500)
-    assert not latency_bound and large == pytest.approx(2 * (1 << 20) * 15 / 16 / 1.25e6 * 1e6, rel=0.01)
-    schedule, hosts = place("hd", topo)                          # plain HD shares links: the model knows
-    assert model_us(schedule, hosts, topo, routes, 1 << 18, idle_us=500)[0] > 1.8 * large
+    small, latency_bound = model("hdrm", topo, 256)
+    assert latency_bound and small == pytest.approx(8 * 500e-6)
+    large, latency_bound = model("hdrm", topo, 1 << 18)
+    # the bandwidth term, with TCP/IP and Ethernet headers on every 9000-byte frame
+    assert not latency_bound and large == pytest.approx(2 * (1 << 20) * 15 / 16 / 1.25e6 * 9014 / 8948, rel=0.001)
+    assert model("hd", topo, 1 << 18)[0] > 1.8 * large      # plain HD shares links: the model knows
+    # under ECMP the routes are the hash's: only the NICs' links are known, so no sharing is modelled
+    assert model("hd", topo, 1 << 18, "ecmp")[0] == pytest.approx(large, rel=0.001)
+
+
+def test_ranks_that_share_a_host_cost_the_model_nothing_between_them():
+    eflops, shared = BiGraph(4, 8), BiGraph(1, 8)
+    schedule, hosts = place("hd", eflops)
+    hosts = on_shared_nics(eflops, shared, hosts)          # the 4 accelerators of a server on its one NIC
+    conns = rank_connections(schedule, hosts, [7000 + r for r in range(len(hosts))], 1)
+    every = [c for peers in conns.values() for cs in peers.values() for c in cs]
+    paths = predict.route_paths(shared, plan(shared), every)
+    assert all(paths[c] == [] for c in every if c.src == c.dst) and any(c.src == c.dst for c in every)
+    seconds, _ = predict.collective_time(shared, schedule, conns, 1 << 18, paths, 9000)
+    assert seconds > 0
 
 
 @pytest.mark.parametrize("ratio,latency_bound,bound", [(1.4, True, False), (1.6, True, True),
                                                         (1.1, False, False), (1.2, False, True)])
 def test_a_result_far_from_the_model_is_the_emulators(ratio, latency_bound, bound):
     cpu = {"emulator_bottleneck": False, "ovs_vswitchd_cores": 0.5, "machine_busy": 0.5}
-    assert judge({"time_us": ratio * 1000}, cpu, (1000, latency_bound))["emulator_bottleneck"] == bound
+    assert judge({"time_us": ratio * 1000}, cpu, (1e-3, latency_bound))["emulator_bottleneck"] == bound
 
 
 @pytest.mark.parametrize("drops,saturated,congestion", [(0, False, False), (5, False, True), (5, True, False)])
 def test_a_slow_row_with_switch_drops_and_a_free_cpu_is_congestion(drops, saturated, congestion):
     cpu = {"emulator_bottleneck": saturated, "ovs_vswitchd_cores": 0.5, "machine_busy": 0.5}
-    verdict = judge({"time_us": 1200}, cpu, (1000, False), drops)
+    verdict = judge({"time_us": 1200}, cpu, (1e-3, False), drops)
     assert verdict["congestion"] == congestion and verdict["emulator_bottleneck"] == (not congestion)
     assert flag(verdict) == ("LOSS" if congestion else "BOTTLENECK")
-    assert not judge({"time_us": 1050}, cpu, (1000, False), drops)["congestion"]   # within the slack
+    assert not judge({"time_us": 1050}, cpu, (1e-3, False), drops)["congestion"]   # within the slack
 
 
 def test_training_metrics():

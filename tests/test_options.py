@@ -5,10 +5,9 @@ import sys
 
 import pytest
 
-from testbed.emulation import preflight
+from testbed.emulation import capacity, preflight
 from testbed.emulation.programs import PROJECT
 from testbed.errors import TestbedError
-from testbed.fidelity import capacity
 from testbed.topology import BiGraph
 
 
@@ -130,6 +129,20 @@ BAD = [  # (options, what the one line must say); every scenario's options, buil
     (["fabric_check", "--slots", "0"], "--slots must be 1 or more"),
     (["fabric_check", "--slots", "-1"], "--slots must be 1 or more"),
     (["fabric_check", "--topology", "leafspine:1,1,4", "--slots", "2"], "which no shortest path between hosts"),
+    (["hpn7_at_scale", "--slots", "2"], "unrecognized arguments: --slots 2"),
+    (["hpn7_at_scale", "--cli"], "unrecognized arguments: --cli"),
+    (["training_scaling", "--workload", "tests/data/workloads/terabytes.txt"], "GiB of memory"),
+    (["training_scaling", "--workload", "tests/data/workloads/deepseek16b_tp2_pp2_ep4_32.txt", "--ranks", "8",
+      "--systems", "bigraph-ring"],
+     "expert parallel 4 does not divide the data-parallel size 2"),
+    (["training_scaling", "--workload", "examples/workloads/moe_small.txt", "--ranks", "4096"], "offer"),
+    (["multi_job", "--job", "allreduce:x", "--job", "allreduce:8:1048576:1"], "write allreduce:RANKS:BYTES:COMPUTE_MS"),
+    (["multi_job", "--job", "allreduce:8:1048576:100"], "needs two jobs or more"),
+    (["multi_job", "--job", "allreduce:16:1048576:1", "--job", "allreduce:16:1048576:1"], "the jobs need 32"),
+    (["multi_job", "--schemes", "fast"], "--schemes: unknown fast"),
+    (["multi_job", "--placement", "nowhere.json"], "use one of packed, spread, random"),
+    (["multi_job", "--trials", "1"], "--trials must be at least 2"),
+    (["multi_job", "--priority", "fair"], "invalid choice: 'fair'"),
 ]
 
 

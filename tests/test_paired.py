@@ -4,6 +4,7 @@ import math
 
 import pytest
 
+from testbed.experiments.trials import model_lines
 from testbed.report.paired import Comparison, gains, interval, percent, trial_order
 
 
@@ -63,15 +64,19 @@ def test_hpn7_planes_pairs_each_trials_forms_and_reads_the_model_by_its_median()
     for trial, (single, dual) in enumerate([(0.40, 0.80), (0.50, 0.75), (0.45, 0.81)]):
         for planes, result, model in ((1, single, 0.80), (2, dual, 0.95 + 0.01 * trial)):
             rows.append({"workload": "flows", "trial": trial, "planes": planes, "result": result,
+                         "form": hpn7_planes.FORMS[planes - 1],
                          "measured_over_model": model, "agg->tor_max_over_mean": 3.0 / planes,
                          "nic_busier_share": 0.5 + 0.1 / planes, "mean_queue_bytes": 1000 * planes,
                          "as_placed": 16, "connections": 16})
-    rows.append(dict(rows[0], trial=3))                       # a trial with one form only: not paired
+    rows.append(dict(rows[0], trial=3))                       # a trial with one form only: kept, said
     compared = {(w, k): c for w, k, c in hpn7_planes.comparisons(rows)}
     flows = compared["flows", "result"]
-    assert flows.pairs == [(0.40, 0.80), (0.50, 0.75), (0.45, 0.81)] and flows.gain.excludes(0.0)
+    assert flows.pairs == [(0.40, 0.80), (0.50, 0.75), (0.45, 0.81), (0.40, None)] and flows.gain.excludes(0.0)
+    assert "3 of 4 paired trials (1 left out: trial 3: no dual plane value)" in flows.line()
+    queue = compared["flows", "mean_queue_bytes"]
+    assert queue.by == "difference" and queue.gain.mean == pytest.approx(1000)
     assert ("allreduce", "result") not in compared              # a workload not run is not compared
-    lines = hpn7_planes.model_lines(rows)
+    lines = model_lines(rows, hpn7_planes.FORMS, name=lambda r: r["workload"])
     assert "flows single plane: measured/model median 0.80" in lines[0] and "below the model" in lines[0]
     assert "flows dual plane: measured/model median 0.96" in lines[1] and "within 10%" in lines[1]
     assert lines[-1] == "  paths as the model hashes them: 112 of 112 connections over every trial"

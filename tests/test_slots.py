@@ -5,7 +5,7 @@ import pytest
 
 from testbed.errors import TestbedError
 from testbed.topology import HPN7, BiGraph, LeafSpine
-from testbed.topology.slots import partition
+from testbed.topology.partition import partition
 
 
 def slot_of(part, *labels):

@@ -4,6 +4,7 @@ the busiest core nor ovs-vswitchd's polling share tells a faithful run from an o
 a machine saturated on every core, with the busiest core named."""
 import pytest
 
+from testbed.emulation import cpu as monitor
 from testbed.fidelity import verdict
 
 
@@ -25,10 +26,10 @@ def spans(monkeypatch):
     def run(datapath, cores, ovs_ticks=0):
         zero = "\n".join(f"cpu{n} 0 0 0 0 0 0 0 0" for n in ["", *range(len(cores))])
         texts, ticks = iter([zero, stat(cores)]), iter([0, ovs_ticks])
-        monkeypatch.setattr(verdict, "_read_stat", lambda: next(texts))
-        monkeypatch.setattr(verdict, "_process_ticks", lambda pid: next(ticks))
-        monkeypatch.setattr(verdict.ovs, "vswitchd_pids", lambda: [1])
-        with verdict.CpuMonitor(datapath) as cpu:
+        monkeypatch.setattr(monitor, "_read_stat", lambda: next(texts))
+        monkeypatch.setattr(monitor, "_process_ticks", lambda pid: next(ticks))
+        monkeypatch.setattr(monitor.ovs, "vswitchd_pids", lambda: [1])
+        with monitor.CpuMonitor(datapath) as cpu:
             pass
         return cpu.result()
     return run
@@ -59,7 +60,7 @@ def test_the_userspace_verdict_names_the_busiest_core_but_a_full_one_is_no_verdi
 
 def test_ovs_vswitchd_polling_near_a_core_is_no_verdict_by_itself(spans, monkeypatch):
     # measured: 0.92 cores of polling at 320 Mbit/s offered while the flows got 0.99
-    monkeypatch.setattr(verdict.os, "sysconf", lambda name: 100)
+    monkeypatch.setattr(monitor.os, "sysconf", lambda name: 100)
     result = spans("user", [(80, 10), (60, 5)], ovs_ticks=10 ** 9)
     assert result["ovs_vswitchd_cores"] > 0.9 and not result["emulator_bottleneck"]
     assert "was not the bottleneck (busiest core cpu0 80% busy" in verdict.describe(result)
@@ -74,14 +75,14 @@ def test_a_split_fabric_is_judged_per_slot_naming_the_core_each_daemon_ran_on(mo
     zero = "\n".join(f"cpu{n} 0 0 0 0 0 0 0 0" for n in ["", 0, 1])
     texts = iter([zero, stat([(100, 40), (30, 5)])])
     ticks = {7: 0, 8: 0}
-    monkeypatch.setattr(verdict, "_read_stat", lambda: next(texts))
-    monkeypatch.setattr(verdict, "_process_ticks", ticks.get)
-    monkeypatch.setattr(verdict, "_process_core", {7: "cpu0", 8: "cpu1"}.get)
-    monkeypatch.setattr(verdict.ovs, "vswitchd_pids", lambda: [7, 8])
-    monkeypatch.setattr(verdict.ovs, "slot_vswitchds", [7, 8])
-    monkeypatch.setattr(verdict.os, "sysconf", lambda name: 100)
-    monkeypatch.setattr(verdict.os, "times", iter([type("T", (), {"elapsed": t}) for t in (0.0, 1.0)]).__next__)
-    with verdict.CpuMonitor("user") as cpu:
+    monkeypatch.setattr(monitor, "_read_stat", lambda: next(texts))
+    monkeypatch.setattr(monitor, "_process_ticks", ticks.get)
+    monkeypatch.setattr(monitor, "_process_core", {7: "cpu0", 8: "cpu1"}.get)
+    monkeypatch.setattr(monitor.ovs, "vswitchd_pids", lambda: [7, 8])
+    monkeypatch.setattr(monitor.ovs, "slot_vswitchds", [7, 8])
+    monkeypatch.setattr(monitor.os, "sysconf", lambda name: 100)
+    monkeypatch.setattr(monitor.os, "times", iter([type("T", (), {"elapsed": t}) for t in (0.0, 1.0)]).__next__)
+    with monitor.CpuMonitor("user") as cpu:
         ticks.update({7: 45, 8: 20})
     result = cpu.result()
     assert result["ovs_vswitchd_cores"] == 0.65 and result["slots"] == [

@@ -4,14 +4,15 @@ from pathlib import Path
 
 import pytest
 
+from testbed.api.jobs import Job, bus_bytes, scaleup_seconds
 from testbed.collectives import workload
-from testbed.collectives.schedules import HalvingDoubling, Ring
-from testbed.collectives.training import family
+from testbed.collectives.placements import place_jobs
 from testbed.errors import TestbedError
-from testbed.topology import BiGraph, LeafSpine
+from testbed.topology import HPN7, BiGraph
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "workloads" / "moe_small.txt"
+DATA = ROOT / "tests" / "data" / "workloads"
 
 
 def test_the_example_file_reads_as_simai_writes_it():
@@ -56,12 +57,69 @@ def test_a_missing_file_is_refused():
         workload.read("/nonexistent/workload.txt")
 
 
-def test_each_system_runs_its_own_family_of_algorithms():
-    kinds = ["allreduce", "allgather", "reducescatter", "alltoall"]
-    topo = BiGraph(2, 8)
-    hosts = sorted(topo.hosts)
-    ring = family(topo, "deterministic", Ring(), hosts, kinds)
-    assert [s.name for s in ring.values()] == ["ring", "ring_allgather", "ring_reducescatter", "rounds_alltoall"]
-    clos = LeafSpine(4, 4, 4)
-    hd = family(clos, "ecmp", HalvingDoubling(), sorted(clos.hosts), kinds)
-    assert [s.name for s in hd.values()] == ["hd", "rd_allgather", "rh_reducescatter", "xor_alltoall"]
+def test_a_file_names_its_groups_and_its_gpu_count():
+    gpt = workload.read(DATA / "gpt13b_tp4_16.txt")
+    assert gpt.gpus == 16 and gpt.groups().describe() == "16 GPUs: tp 4 x dp 4 x pp 1"
+    deepseek = workload.read(DATA / "deepseek16b_tp2_pp2_ep4_32.txt")
+    groups = deepseek.groups()
+    assert (groups.tp, groups.pp, groups.dp, groups.ep, groups.dp_ep) == (2, 2, 8, 4, 2)
+    assert deepseek.pipeline_bytes() == 262144 * 1 * 2                 # pp_comm x vpp x ga, written without a colon
+    assert deepseek.groups(64).dp == 16                                # --ranks: the data-parallel size follows
+
+
+def test_each_collective_runs_in_the_group_its_phase_and_suffix_name():
+    deepseek = workload.read(DATA / "deepseek16b_tp2_pp2_ep4_32.txt")
+    job = Job("ds", deepseek, deepseek.groups(), tuple(f"h{i}" for i in range(32)))
+    phases, tail = job.phases()
+    said = [(label, collective, kind) for label, _, collective, kind, _ in phases]
+    assert said[:3] == [("attention_layer forward", "allreduce", "TP"), ("moe_route forward", "alltoall", "EP"),
+                        ("mlp_layer forward", "allreduce", "TP")]
+    assert said[3] == ("pipeline", "sendrecv", "PP")                   # activations to the next stage
+    backward = said[4:]
+    assert ("moe_grad_norm weight_grad", "allreduce", "DP_EP") in backward
+    assert ("grad_param_comm weight_grad", "reducescatter", "DP") in backward
+    assert ("grad_gather weight_grad", "allgather", "DP") in backward
+    assert ("moe_route input_grad", "alltoall", "EP") in backward and ("mlp_layer input_grad", "allreduce", "TP") in \
+        backward
+    assert phases[0][1] == pytest.approx(3 * 1e-9 + 300000e-9)         # the compute before the first collective
+    assert tail == pytest.approx(6 * 100e-9)                           # the weight updates after the last
+
+
+def test_a_tensor_parallel_group_is_one_servers_accelerators_and_data_parallel_crosses_servers():
+    gpt = workload.read(DATA / "gpt13b_tp4_16.txt")
+    topo = BiGraph(2, 8)                       # 8 servers of 2: tp 4 spans two servers
+    wide = BiGraph(4, 4)                       # 4 servers of 4: tp 4 is one server
+    for fabric, inside in ((topo, False), (wide, True)):
+        hosts = place_jobs(fabric, [16])[0]
+        servers = [{fabric.hosts[hosts[r]].server for r in g} for g in gpt.groups().groups("TP")]
+        assert all((len(s) == 1) == inside for s in servers)
+        assert all(len({fabric.hosts[hosts[r]].server for r in g}) == 4 for g in gpt.groups().groups("DP"))
+    hpn = HPN7(2, 2, 4, 2)                     # 4 servers of 4 accelerators, one per rail
+    hosts = place_jobs(hpn, [16])[0]
+    rails = [{hpn.hosts[hosts[r]].rail for r in g} for g in gpt.groups().groups("DP")]
+    assert rails == [{0}, {1}, {2}, {3}]       # a data-parallel group stays on its rail, as HPN places it
+
+
+def test_bus_bytes_and_the_scale_up_domains_time():
+    assert bus_bytes("allreduce", 4, 1000) == pytest.approx(2 * 3 / 4 * 1000 * 4)
+    assert bus_bytes("alltoall", 4, 1000) == pytest.approx(3 / 4 * 1000 * 4)
+    assert scaleup_seconds("allgather", 4, 450e9 * 4 / 3, 3600) == pytest.approx(1.0)   # 450 GB/s each way
+
+
+@pytest.mark.parametrize("header, message", [
+    ("model_parallel_NPU_group: 3 all_gpus: 16", "does not divide the job's 16 GPUs"),
+    ("model_parallel_NPU_group: 2 ep: 3 all_gpus: 16", "expert parallel 3 does not divide the data-parallel size 8"),
+    ("model_parallel_NPU_group: x all_gpus: 16", "model_parallel_NPU_group should be a whole number"),
+])
+def test_a_header_whose_groups_do_not_fit_is_refused_in_one_line(tmp_path, header, message):
+    path = tmp_path / "w.txt"
+    path.write_text(f"HYBRID_TRANSFORMER_FWD_IN_BCKWD {header}\n1\nl -1 1 NONE 0 1 NONE 0 1 ALLREDUCE 64 1\n")
+    with pytest.raises(TestbedError, match=message):
+        workload.read(path)
+
+
+def test_a_file_without_a_gpu_count_needs_ranks():
+    w = workload.read(EXAMPLE.parent / "moe_small.txt")
+    assert w.gpus == 16
+    path = ROOT / "tests" / "data" / "workloads" / "terabytes.txt"
+    assert workload.read(path).gpus == 16

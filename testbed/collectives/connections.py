@@ -11,6 +11,7 @@ ran.
 """
 from testbed.collectives.data import ELEMENT_BYTES
 from testbed.collectives.schedules import rounds
+from testbed.routing.hashing import Connection
 
 IPERF_BASE_PORT = 5201
 
@@ -21,12 +22,17 @@ def schedule_peers(schedule, rank, ranks):
                    if p is not None})
 
 
-def rank_connections(schedule, hosts, ports, streams, draw):
-    """{rank: {peer: [Connection per stream]}} for ranks on hosts[rank] listening on ports[rank]."""
+def rank_connections(schedule, hosts, ports, streams, draw=None):
+    """{rank: {peer: [Connection per stream]}} for ranks on hosts[rank] listening on ports[rank]
+    (schedule: one, or a list that the ranks run on the same connections: every peer of any);
+    without a draw the kernel picks the source ports (0 here, the stream in ``turn``)."""
+    schedules = schedule if isinstance(schedule, (list, tuple)) else [schedule]
     ranks, out = len(hosts), {}
     for rank in range(ranks):
-        out[rank] = {peer: [draw.connection(hosts[rank], hosts[peer], ports[peer]) for _ in range(streams)]
-                     for peer in schedule_peers(schedule, rank, ranks)}
+        peers = sorted({p for s in schedules for p in schedule_peers(s, rank, ranks)})
+        out[rank] = {peer: [draw.connection(hosts[rank], hosts[peer], ports[peer]) if draw else
+                            Connection(hosts[rank], hosts[peer], 0, ports[peer], turn=k) for k in range(streams)]
+                     for peer in peers}
     return out
 
 

@@ -8,7 +8,6 @@ machine-wide monotonic clock that every namespace shares.
 """
 import json
 import queue
-import threading
 import time
 
 from testbed.collectives.placements import rank_ips
@@ -45,13 +44,14 @@ class Coordinator:
     """with Coordinator(algorithm, addresses, launch) as c: c.run(count, iterations)"""
 
     def __init__(self, algorithm, addresses, launch, timeout=20.0, sockbuf=1 << 20, streams=1, pacing=None,
-                 eager_limit=None, label=None, source_ports=None):
+                 eager_limit=None, label=None, source_ports=None, dscp=None):
         """algorithm: a schedule (``schedules.ALGORITHMS``) or its name, or a list of schedules that
         the same ranks run in turn on the same connections (``iterate``'s `schedule` picks one);
         pacing: bytes/s each connection is paced at (None: not paced); eager_limit: messages up to
         this many bytes are sent without waiting for the receiver (None: the rank's default); label:
         what errors call the collective (default: the algorithm); source_ports: {rank: {peer: [port
-        per stream]}} from a hash draw (connections.source_ports; None: the kernel's choice)."""
+        per stream]}} from a hash draw (connections.source_ports; None: the kernel's choice); dscp: the
+        DS field every rank's packets carry (a job's traffic class; None: the default)."""
         listed = algorithm if isinstance(algorithm, list) else [algorithm]
         schedules = [{"algorithm": s, "schedule_args": {}} if isinstance(s, str) else
                      {"algorithm": s.name, "schedule_args": s.args()} for s in listed]
@@ -60,7 +60,7 @@ class Coordinator:
         self.label = label or algorithm
         self.config = {"ranks": len(addresses), "schedules": schedules, "addresses": addresses,
                        "timeout": timeout, "sockbuf": sockbuf, "streams": streams, "pacing": pacing,
-                       "eager_limit": eager_limit}
+                       "eager_limit": eager_limit, "dscp": dscp}
         self.timeout, self.ranks, self.inbox = timeout, [], queue.Queue()
         self.source_ports = source_ports or {}
 
@@ -123,29 +123,6 @@ class Coordinator:
             if on_iteration:
                 on_iteration(done[-1])
         return done, None
-
-    @staticmethod
-    def iterate_together(coordinators, count, iteration, timeout):
-        """One iteration of several collectives at once (their ranks on different hosts), started
-        together; each one's result, in order."""
-        results, errors, go = [None] * len(coordinators), [], threading.Barrier(len(coordinators))
-
-        def one(k, coordinator):
-            try:
-                go.wait()
-                results[k] = coordinator.iterate(count, iteration, timeout)
-            except (AllreduceError, threading.BrokenBarrierError) as e:
-                errors.append(str(e))
-                go.abort()
-
-        threads = [threading.Thread(target=one, args=(k, c), daemon=True) for k, c in enumerate(coordinators)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        if errors:
-            raise AllreduceError(errors[0])
-        return results
 
     def run(self, count, iterations, warmup=1, timeout=120.0):
         """Times (s) of the timed iterations, run back to back as one batch after the warmup's, and

@@ -201,3 +201,47 @@ def place(variant, topo, collective="allreduce"):
         hosts = placement(topo)
     schedule.check(len(hosts))
     return schedule, hosts
+
+
+PLACEMENTS = ("packed", "spread", "random")
+
+
+def servers(topo):
+    """[[host per accelerator] per server], servers in order and each server's hosts by rail (HPN
+    7.0: a server's i-th accelerator on rail i) or index: the order a job's ranks fill them."""
+    by = {}
+    for host in sorted(topo.hosts.values(), key=lambda h: (h.server, h.rail if h.rail is not None else 0, h.index)):
+        by.setdefault(host.server, []).append(host.name)
+    return [by[s] for s in sorted(by)]
+
+
+def place_jobs(topo, sizes, how="packed", seed=0):
+    """[host per rank] for jobs of `sizes` ranks sharing a fabric, Megatron's rank order filling
+    servers so that consecutive ranks (a tensor-parallel group) share one: packed (each job on the
+    next free servers), spread (the jobs' servers interleaved: job k on servers k, k + jobs, ...),
+    random (servers shuffled from `seed`). A job takes whole servers where its size is a multiple
+    of theirs, else the accelerators in order."""
+    boxes = servers(topo)
+    width = len(boxes[0])
+    if any(len(b) != width for b in boxes):
+        raise TestbedError(f"{topo.name}'s servers differ in size: place jobs on a fabric of equal servers")
+    if sum(sizes) > len(topo.hosts):
+        raise TestbedError(f"the jobs need {sum(sizes)} accelerators, {topo.name} has {len(topo.hosts)}: "
+                           "give a larger fabric or smaller jobs")
+    if how not in PLACEMENTS:
+        raise TestbedError(f"unknown placement {how!r}: use one of {', '.join(PLACEMENTS)}")
+    order = list(range(len(boxes)))
+    if how == "random":
+        random.Random(seed).shuffle(order)
+    needed = [-(-size // width) for size in sizes]
+    if how == "spread":
+        turns, owner = [], {}
+        for k in range(max(needed)):
+            turns += [j for j in range(len(sizes)) if k < needed[j]]
+        for server, job in zip(order, turns):
+            owner.setdefault(job, []).append(server)
+    else:
+        owner, at = {}, 0
+        for job, n in enumerate(needed):
+            owner[job], at = order[at:at + n], at + n
+    return [[h for s in owner[job] for h in boxes[s]][:size] for job, size in enumerate(sizes)]

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from testbed.collectives.data import ELEMENT_BYTES
+from testbed.collectives.parallelism import Parallelism
 from testbed.errors import TestbedError
 
 KINDS = {"ALLREDUCE": "allreduce", "ALLGATHER": "allgather", "REDUCESCATTER": "reducescatter",
@@ -65,6 +66,41 @@ class Workload:
         return sum(p.compute_ns for layer in self.layers for p in layer.phases.values()) / 1e9 + \
             sum(layer.update_ns for layer in self.layers) / 1e9
 
+    def number(self, key, default=None):
+        """A whole number of the header (``model_parallel_NPU_group: 8``, ``pp_comm 4096``), or default."""
+        if key not in self.parameters:
+            return default
+        try:
+            value = int(self.parameters[key])
+        except ValueError:
+            raise TestbedError(f"{self.path}:1: {key} should be a whole number (got "
+                               f"{self.parameters[key]!r})") from None
+        if value < 0:
+            raise TestbedError(f"{self.path}:1: {key} cannot be negative (got {value})")
+        return value
+
+    @property
+    def gpus(self):
+        """The GPU count the file was made for (``all_gpus``), or None when it does not say."""
+        return self.number("all_gpus")
+
+    def groups(self, ranks=None):
+        """The job's groups at `ranks` GPUs (default: the file's own count), from its header."""
+        gpus = ranks if ranks is not None else self.gpus
+        if not gpus:
+            raise TestbedError(f"--workload {self.path} names no GPU count (all_gpus in its first line): "
+                               "give the ranks to replay it on with --ranks")
+        tp = self.number("model_parallel_NPU_group", 1) or 1
+        try:
+            return Parallelism(gpus, tp=tp, pp=self.number("pp", 1) or 1, ep=self.number("ep", 1) or 1)
+        except TestbedError as e:
+            raise TestbedError(f"--workload {self.path} on {gpus} GPUs: {e}") from None
+
+    def pipeline_bytes(self):
+        """Bytes a pipeline stage passes its neighbour per iteration: pp_comm, per micro-batch of
+        every virtual stage (vpp x ga of them), as SimAI counts the pipeline's exposed time."""
+        return self.number("pp_comm", 0) * (self.number("vpp", 1) or 1) * (self.number("ga", 1) or 1)
+
     def sequence(self):
         """[(layer name, phase name, Phase)] in the order an iteration runs them."""
         forward = [(layer.name, "forward", layer.phases["forward"]) for layer in self.layers]
@@ -106,6 +142,9 @@ def read(path):
                            "one line per layer")
     head = lines[0].split()
     parameters = dict(re.findall(r"(\S+):\s+(\S+)", lines[0]))
+    pp_comm = re.search(r"\bpp_comm\s+(\S+)", lines[0])          # written without a colon by some AICB versions
+    if pp_comm:
+        parameters["pp_comm"] = pp_comm.group(1)
     count = _int(lines[1].strip(), "the layer count", f"{path}:2")
     if count != len(lines) - 2:
         raise TestbedError(f"{path}:2: says {count} layers but {len(lines) - 2} layer lines follow: "
@@ -127,6 +166,10 @@ def read(path):
         workload.layers.append(Layer(cells[0], phases, _int(cells[11], "the update time", where)))
     if not workload.collectives():
         raise TestbedError(f"--workload {path}: no layer runs a collective: nothing to replay on the network")
+    for key in ("all_gpus", "model_parallel_NPU_group", "ep", "pp", "vpp", "ga", "pp_comm"):
+        workload.number(key)                       # a header value that is no number: refused here
+    if workload.gpus:
+        workload.groups()                          # groups that do not divide the GPUs: refused here
     return workload
 
 
@@ -135,3 +178,12 @@ def scaled_count(size, scale, ranks):
     element or more per rank (as every collective's algorithms can take)."""
     elements = max(1, round(size * scale / ELEMENT_BYTES / ranks)) * ranks
     return elements
+
+
+def data_parallel(ranks, gradient_bytes, compute_s):
+    """A synthetic data-parallel job as a workload: per iteration `compute_s` of computation, then an
+    allreduce of `gradient_bytes` over all its ranks (the weight gradient's, in the DP group)."""
+    phases = {"forward": Phase(round(compute_s * 1e9), None, "", 0), "input_grad": Phase(0, None, "", 0),
+              "weight_grad": Phase(0, "allreduce", "", gradient_bytes)}
+    return Workload(f"allreduce:{ranks}:{gradient_bytes}:{compute_s * 1e3:g}", "DATA", {"all_gpus": str(ranks)},
+                    [Layer("gradients", phases, 0)])

@@ -24,11 +24,13 @@ def routing_for(plan, topo):
     return routing.plan(topo, mode, getattr(plan, "hash", "same"))
 
 
-def explore(plan, folder, stdin=None):
-    """Build plan's first fabric and run Mininet's CLI on it until exit; return 0."""
+def explore(plan, folder, settings, stdin=None):
+    """Build plan's first fabric (with the run's settings: emulation.settings) and run Mininet's CLI
+    on it until exit; return 0."""
     topo = plan.fabrics[0]
     routes = routing_for(plan, topo)
-    with Emulation(topo, routes, folder.path, mtu=plan.mtu) as emu:
+    with Emulation(topo, routes, folder, mtu=plan.mtu, cpu_placement=settings.cpu_placement,
+                   slot_count=settings.slots) as emu:
         hashing = f", hash {routes.hash}" if routes.mode == "ecmp" else ""
         print(HELP.format(fabric=topo.describe(), mode=routes.mode, hash=hashing), flush=True)
         setLogLevel("output")      # the emulation keeps Mininet quiet; its CLI speaks at this level

@@ -20,15 +20,15 @@ from mininet.net import Mininet
 from mininet.node import Host, OVSSwitch
 from mininet.util import errRun
 
-from testbed.emulation import ovs, placement, preflight, runrecord, sendbuffer, shaping, slots, txcompletion
+from testbed.emulation import cores, ovs, preflight, runrecord, sendbuffer, shaping, slots, txcompletion
 from testbed.emulation.controller import Controller, wait_for_rules
+from testbed.emulation.cpu import CpuMonitor
 from testbed.emulation.programs import LOOPBACK, POPEN, Program, argv
 from testbed.emulation.watchdog import Watchdog
 from testbed.errors import TestbedError
-from testbed.fidelity.verdict import CpuMonitor
 from testbed.interrupts import interrupted, interruptible, shielded
-from testbed.topology import interface
-from testbed.topology.slots import partition
+from testbed.topology import interface, simai
+from testbed.topology.partition import partition
 
 # The userspace datapath's work is per packet: jumbo frames carry the same load for less CPU (bench/).
 DEFAULT_MTU = 9000
@@ -133,18 +133,18 @@ class SlotSwitch(TestbedSwitch):
 
 
 class Emulation:
-    def __init__(self, topo, routing, run_dir, mtu=DEFAULT_MTU, log=print, refuse_overload=True, cpu_placement=None,
-                 slot_count=None, share=None):
+    def __init__(self, topo, routing, run_dir, mtu=DEFAULT_MTU, log=print, refuse_overload=True, cpu_placement="auto",
+                 slot_count=1, share=None, priority=None):
         """routing: the RoutingPlan the controller installs. The topology and the plan are written
         into run_dir as topology.json and routing.json, so a result can be understood and replayed.
         refuse_overload=False lets a benchmark offer more than the emulator carries faithfully.
-        cpu_placement: auto, pinned or none (emulation.placement; None: the run's --cpu-placement).
-        slot_count: how many slots (ovs-vswitchd each) to split the fabric into (emulation.slots; None:
-        the run's --slots). share: build only these slots of a fabric split across machines
-        (emulation.part; the controller runs on the head)."""
+        cpu_placement: auto, pinned or none (emulation.cores). slot_count: how many slots
+        (ovs-vswitchd each) to split the fabric into (emulation.slots). share: build only these
+        slots of a fabric split across machines (machines.part; the controller runs on the head).
+        priority: 'strict' or 'weighted' traffic classes on every switch port by DS field
+        (emulation.shaping), or None: one FIFO per port."""
         self.topo, self.routing, self.run_dir, self.mtu, self.log = topo, routing, Path(run_dir), mtu, log
-        self.refuse_overload, self.cpu_requested = refuse_overload, cpu_placement
-        slot_count = slot_count or slots.requested
+        self.refuse_overload, self.cpu_requested, self.priority = refuse_overload, cpu_placement, priority
         self.partition = partition(topo, slot_count) if slot_count > 1 else None
         self.share = share
         self.slots = []     # by slot index; None for a slot built on another machine
@@ -157,7 +157,7 @@ class Emulation:
         try:
             self.datapath, self.cpu_placement = preflight.require_share(self.topo, self.mtu) if self.share else \
                 preflight.require_emulation(self.topo, self.mtu, self.refuse_overload, self.cpu_requested,
-                                            slot_count=self.partition and self.partition.count)
+                                            slot_count=self.partition.count if self.partition else 1)
         except BaseException:
             runrecord.release_lock()
             raise
@@ -182,7 +182,7 @@ class Emulation:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         topology_file, plan_file = self.run_dir / "topology.json", self.run_dir / "routing.json"
         topology_file.write_text(json.dumps(topo.to_dict(), indent=1))
-        for name, text in topo.exports().items():
+        for name, text in simai.exports(topo).items():
             (self.run_dir / name).write_text(text)
         plan_file.write_text(json.dumps(self.routing.to_dict()))
         if self.partition:
@@ -232,8 +232,8 @@ class Emulation:
         if self.datapath == "user":
             self._size_send_buffers()
         if self.cpu_placement == "pinned":
-            self.record.pin(ovs.vswitchd_pid(), {placement.switch_core()})
-        if not self.share:     # on a machine of a split run the head watches (emulation.engine)
+            self.record.pin(ovs.vswitchd_pid(), {cores.switch_core()})
+        if not self.share:     # on a machine of a split run the head watches (machines.engine)
             self.watchdog = Watchdog(self._vital_parts()).__enter__()
         self.log(f"fabric up in {time.monotonic() - started:.1f} s "
                  f"(controller installed {self.routing.rule_count} {self.routing.mode} rules in {waited:.1f} s)")
@@ -330,7 +330,7 @@ class Emulation:
 
     @staticmethod
     def _steer_receive(node, interfaces):
-        out = node.cmd(placement.steer_command(interfaces, placement.host_mask()) + " && echo steered")
+        out = node.cmd(cores.steer_command(interfaces, cores.host_mask()) + " && echo steered")
         if "steered" not in out:
             raise TestbedError(f"could not set Receive Packet Steering in {node.name} ({out.strip()[-200:]}): "
                                "run with --cpu-placement none")
@@ -341,8 +341,8 @@ class Emulation:
     def describe_placement(self):
         if self.cpu_placement != "pinned":
             return "CPU placement: the system's"
-        others = ",".join(str(c) for c in placement.cores() if c != placement.switch_core())
-        return f"CPU placement pinned: ovs-vswitchd on cpu{placement.switch_core()}, hosts' receive on cpu{others}"
+        others = ",".join(str(c) for c in cores.online() if c != cores.switch_core())
+        return f"CPU placement pinned: ovs-vswitchd on cpu{cores.switch_core()}, hosts' receive on cpu{others}"
 
     @staticmethod
     def _bond_sysctls(host):
@@ -384,7 +384,8 @@ class Emulation:
                     if pid is None:      # a slot's namespace has IPv6 off for every interface already
                         with open(f"/proc/sys/net/ipv6/conf/{intf}/disable_ipv6", "w") as f:
                             f.write("1")
-                    shaping.shape(ipr, intf, link.rate, link.queue, self.mtu, self.topo.switch_delay(link))
+                    shaping.shape(ipr, intf, link.rate, link.queue, self.mtu, self.topo.switch_delay(link),
+                                  self.priority)
 
     def _vital_parts(self):
         """The watchdog's checks: None while the part runs, else what died and what to do."""

@@ -3,11 +3,10 @@ is one line that names the fix."""
 import os
 from pathlib import Path
 
-from testbed.emulation import ovs, runrecord, slots
-from testbed.emulation import placement as placements
+from testbed.emulation import ovs, runrecord
+from testbed.emulation.capacity import check_hosts, check_mtu, check_rate, cpu_placement
 from testbed.errors import TestbedError
-from testbed.fidelity.capacity import check_hosts, check_mtu, check_rate, cpu_placement
-from testbed.topology.slots import partition
+from testbed.topology.partition import partition
 
 
 def require_root():
@@ -45,7 +44,7 @@ def require_clean(topo):
 
 def require_share(topo, mtu):
     """What a machine of a run across machines needs to build its slots: (datapath, placement). The
-    run's lock and the rate are the head's (emulation.machine_check): a machine serves that run."""
+    run's lock and the rate are the head's (machines.checks): a machine serves that run."""
     check_mtu(mtu)
     check_hosts(topo)
     require_root()
@@ -54,7 +53,7 @@ def require_share(topo, mtu):
 
 def require_machines(topo, mtu, ms):
     """What the head of a run across machines checks before its preflight of the machines
-    (emulation.machine_check): the fabric splits into the machines' slots; the datapath."""
+    (machines.checks): the fabric splits into the machines' slots; the datapath."""
     check_mtu(mtu)
     check_hosts(topo)
     if ms.slot_count < 2:
@@ -65,11 +64,10 @@ def require_machines(topo, mtu, ms):
     return "user"
 
 
-def require_emulation(topo, mtu, refuse_overload=True, cpu=None, slot_count=None):
+def require_emulation(topo, mtu, refuse_overload=True, cpu="auto", slot_count=1):
     """Everything an emulation run needs, checked in the order a user would fix it: (datapath,
-    CPU placement). slot_count > 1 (None: the run's --slots): the fabric is split into that many
-    slots (emulation.slots), each with a userspace ovs-vswitchd of its own and none pinned."""
-    slot_count = slot_count or slots.requested
+    CPU placement). slot_count > 1: the fabric is split into that many slots (emulation.slots),
+    each with a userspace ovs-vswitchd of its own and none pinned."""
     if slot_count > 1:
         partition(topo, slot_count)          # refuses a count the fabric does not split into
     else:
@@ -78,7 +76,7 @@ def require_emulation(topo, mtu, refuse_overload=True, cpu=None, slot_count=None
     check_hosts(topo)
     require_root()
     path = "user" if slot_count else datapath()
-    if slot_count and (cpu or placements.requested) == "pinned":
+    if slot_count and cpu == "pinned":
         raise TestbedError("--cpu-placement pinned pins the one ovs-vswitchd of an unsplit fabric: "
                            "with --slots use --cpu-placement none")
     where = "none" if slot_count else cpu_placement(path, cpu, mtu)

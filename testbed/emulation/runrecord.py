@@ -17,7 +17,7 @@ from pathlib import Path
 
 from pyroute2 import IPRoute
 
-from testbed.emulation import ovs, placement, sendbuffer
+from testbed.emulation import cores, ovs, sendbuffer
 from testbed.errors import TestbedError
 
 STATE_DIR = Path("/run/ai-testbed")
@@ -153,7 +153,7 @@ class RunRecord:
         first; sweep() puts them back."""
         self.data["affinity"] = [pid, start_time(pid), {}]
         self.save()
-        self.data["affinity"][2] = placement.pin(pid, cpus)
+        self.data["affinity"][2] = cores.pin(pid, cpus)
         self.save()
 
     def sweep(self):
@@ -214,7 +214,7 @@ def restore_affinity(entry):
     if entry:
         pid, started, before = entry
         if running(pid, started):
-            placement.unpin(pid, before)
+            cores.unpin(pid, before)
 
 
 def delete_interfaces(names, timeout=15.0):

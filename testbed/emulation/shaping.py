@@ -4,6 +4,14 @@ Each end of a link gets, on egress: HTB root 1: -> class 1:10 at the link rate -
 link's queue limit in packets. Shaping both ends shapes both directions. With a link delay the leaf is
 netem 10: instead, which holds each packet for the delay in its own FIFO (its queue length counts the
 packets on the wire as well as those waiting, so its limit is the queue limit plus the wire's).
+
+With traffic classes (``PRIORITIES``: a switch's egress ports when jobs are kept apart by priority),
+the link's class 1:1 has two children, each with its own pfifo of the queue limit: 1:11 (pfifo 11:)
+for packets whose DS field is ``HIGH_DSCP`` (a u32 filter on the IP header's TOS byte) and 1:10 (pfifo
+10:) for the rest. ``strict``: 1:11 is assured the whole link at HTB priority 0, 1:10 1% of it at
+priority 1 and may borrow what 1:11 leaves (HTB serves the lower priority number first); ``weighted``:
+both at one priority, assured 3/4 and 1/4 of the link and sharing what either leaves by those
+weights. A port's queue figures are its FIFOs' together.
 """
 import ctypes
 import gzip
@@ -16,6 +24,10 @@ from pathlib import Path
 from pyroute2 import IPRoute
 
 HTB_ROOT, HTB_CLASS, FIFO = 0x10000, 0x10010, 0x100000
+HTB_LINK, HTB_HIGH, FIFO_HIGH = 0x10001, 0x10011, 0x110000
+PRIORITIES = ("strict", "weighted")
+HIGH_DSCP = 46            # EF: the DS field a high-priority job's packets carry
+ETH_P_IP = 0x0800
 NUD_PERMANENT = 0x80
 ETH_HEADER = 14
 
@@ -80,16 +92,34 @@ def netem_available():
         return False
 
 
-def shape(ipr, ifname, rate_mbit, queue_packets, mtu, delay_ms=0.0):
-    """Set the MTU and an HTB rate limit with a bounded FIFO (netem's when delayed) on ifname's egress."""
+def _htb_class(ipr, index, handle, parent, rate_mbit, ceil_mbit, frame, prio=0):
+    # One frame of burst: a larger bucket lets small messages through an idle link at veth speed
+    # (busbw above the link rate was measured with two). quantum = frame keeps HTB from warning.
+    ipr.tc("add-class", "htb", index, handle, parent=parent, rate=f"{max(1, round(rate_mbit * 1000))}kbit",
+           ceil=f"{round(ceil_mbit * 1000)}kbit", burst=frame, cburst=frame, quantum=frame, mtu=frame, prio=prio)
+
+
+def shape(ipr, ifname, rate_mbit, queue_packets, mtu, delay_ms=0.0, priority=None):
+    """Set the MTU and an HTB rate limit with a bounded FIFO (netem's when delayed) on ifname's
+    egress; priority: 'strict' or 'weighted' traffic classes by DS field (the module docstring)."""
     index = index_of(ipr, ifname)
     ipr.link("set", index=index, mtu=mtu)
     frame = mtu + ETH_HEADER
     ipr.tc("add", "htb", index, HTB_ROOT, default=HTB_CLASS & 0xFFFF)
-    # One frame of burst: a larger bucket lets small messages through an idle link at veth speed
-    # (busbw above the link rate was measured with two). quantum = frame keeps HTB from warning.
-    ipr.tc("add-class", "htb", index, HTB_CLASS, parent=HTB_ROOT, rate=f"{round(rate_mbit * 1000)}kbit",
-           ceil=f"{round(rate_mbit * 1000)}kbit", burst=frame, cburst=frame, quantum=frame, mtu=frame)
+    if priority is not None:
+        if priority not in PRIORITIES or delay_ms:
+            raise ValueError(f"priority classes: one of {PRIORITIES}, on a link without delay")
+        _htb_class(ipr, index, HTB_LINK, HTB_ROOT, rate_mbit, rate_mbit, frame)
+        high, low = (1.0, 0.01) if priority == "strict" else (0.75, 0.25)
+        _htb_class(ipr, index, HTB_HIGH, HTB_LINK, rate_mbit * high, rate_mbit, frame, prio=0)
+        _htb_class(ipr, index, HTB_CLASS, HTB_LINK, rate_mbit * low, rate_mbit, frame,
+                   prio=1 if priority == "strict" else 0)
+        ipr.tc("add", "pfifo", index, FIFO_HIGH, parent=HTB_HIGH, limit=queue_packets)
+        ipr.tc("add", "pfifo", index, FIFO, parent=HTB_CLASS, limit=queue_packets)
+        ipr.tc("add-filter", "u32", index, parent=HTB_ROOT, prio=1, protocol=ETH_P_IP, target=HTB_HIGH,
+               keys=[f"0x{HIGH_DSCP << 18:08x}/0x00fc0000+0"])      # the TOS byte, its six DSCP bits
+        return
+    _htb_class(ipr, index, HTB_CLASS, HTB_ROOT, rate_mbit, rate_mbit, frame)
     if delay_ms:   # netem's FIFO also holds the packets on the wire: room for them above the limit
         on_wire = math.ceil(rate_mbit * 1e6 / 8 * delay_ms / 1000 / frame)
         ipr.tc("add", "netem", index, FIFO, parent=HTB_CLASS, delay=round(delay_ms * 1000),
@@ -112,10 +142,13 @@ def queue_stats(ipr, ifname):
 
 
 def queue_stats_all(ipr, ifnames):
-    """{ifname: its FIFO's counters} for several interfaces, from one dump of every qdisc."""
+    """{ifname: its FIFOs' counters together} for several interfaces, from one dump of every qdisc."""
     wanted = {index_of(ipr, name): name for name in ifnames}
-    found = {wanted[msg["index"]]: _fifo_stats(msg) for msg in ipr.get_qdiscs()
-             if msg["index"] in wanted and msg["handle"] == FIFO}
+    found = {}
+    for msg in ipr.get_qdiscs():
+        if msg["index"] in wanted and msg["handle"] in (FIFO, FIFO_HIGH):
+            stats, name = _fifo_stats(msg), wanted[msg["index"]]
+            found[name] = {k: found[name][k] + v for k, v in stats.items()} if name in found else stats
     missing = set(ifnames) - set(found)
     if missing:
         raise LookupError(f"{' '.join(sorted(missing))} not shaped")

@@ -1,6 +1,6 @@
 """Slots brought to life (``--slots N``): each slot a network namespace with its own ovsdb-server
 and userspace ovs-vswitchd (a userspace datapath opens a tap named ``ovs-netdev``, so a second one
-needs a namespace of its own), the switches of the slot (``topology.slots``) and their ports; the
+needs a namespace of its own), the switches of the slot (``topology.partition``) and their ports; the
 hosts stay in their own namespaces, cabled to their slot's switches.
 
 - The controller stays one process on 127.0.0.1 in the root namespace. A slot's switches reach it
@@ -24,15 +24,6 @@ from testbed.topology import interface
 
 SCHEMA = Path("/usr/share/openvswitch/vswitch.ovsschema")
 VXLAN_PORT = 4789
-requested = 1     # run_scenario.py --slots sets it for every emulation of the run
-
-
-def request(count):
-    """The slot count every emulation of this run uses unless it is given one."""
-    global requested
-    requested = count
-
-
 def underlay_address(pair, side):
     """The underlay address of one end (side 0 or 1) of the veth pair numbered `pair`: a /30 of
     10.254.0.0/16, inside the two slots' namespaces only."""

@@ -12,15 +12,14 @@ the same assumption that a load above a failing one fails too.
 
 setup.sh measures only what a first run needs (``FIRST``: the default MTU, CPU placement none);
 ``ensure`` measures another MTU or placement the first time a run needs it; ``--calibrate``
-measures them all again. Stored by ``fidelity.calibration``, each figure with the rows behind it.
+measures them all again. Stored by ``emulation.capacity``, each figure with the rows behind it.
 """
 import tempfile
 import time
 
 from testbed import routing
-from testbed.emulation import placement
+from testbed.emulation import capacity, cores
 from testbed.emulation.network import Emulation
-from testbed.fidelity import calibration
 from testbed.fidelity.fabric_check import run_flows, spread_pairs
 from testbed.topology import BiGraph
 
@@ -60,7 +59,7 @@ def faithful_rung(offered, mtu, cpu, log, rows):
     while tries.count(True) < 2 and tries.count(False) < 2:
         row = measure(BiGraph(2, 8, rate=offered / FLOWS), mtu, cpu, DURATIONS[mtu])
         rows.append(row)
-        tries.append(calibration.faithful(row))
+        tries.append(capacity.faithful(row))
         log(f"  MTU {mtu:5d} placement {cpu:6s} {offered:5d} Mbit/s offered: "
             f"{row['achieved_over_offered']:.2f} delivered, slowest flow {row['min_flow_ratio']:.2f}, "
             f"busiest core {row['busiest_core']:.0%} ({row['busiest_core_softirq']:.0%} softirq) "
@@ -90,26 +89,26 @@ def calibrate(log=print, wanted=None):
     {(mtu, placement): faithful Mbit/s}). wanted: [(mtu, placement)]; default: every MTU of the
     ladders with every placement this machine offers."""
     if wanted is None:
-        placements = ["none", "pinned"] if placement.possible() else ["none"]
+        placements = ["none", "pinned"] if cores.possible() else ["none"]
         wanted = [(mtu, cpu) for mtu in LADDERS for cpu in placements]
     results, rows, started = {}, [], time.monotonic()
     log(f"calibrating: {FLOWS} flows over BiGraph(2,8) at offered loads searched by bisection, for "
-        f"{', '.join(f'MTU {m} placement {c}' for m, c in wanted)}; faithful: {calibration.FAITHFUL_TOTAL} "
-        f"of the offered load delivered and the slowest flow at {calibration.FAITHFUL_SLOWEST} of its rate (of "
+        f"{', '.join(f'MTU {m} placement {c}' for m, c in wanted)}; faithful: {capacity.FAITHFUL_TOTAL} "
+        f"of the offered load delivered and the slowest flow at {capacity.FAITHFUL_SLOWEST} of its rate (of "
         "TCP's goodput ceiling at the MTU), in two of at most three tries")
     for mtu, cpu in wanted:
         results[mtu, cpu], measured = search(mtu, cpu, log)
         rows += measured
         log(f"MTU {mtu} placement {cpu}: faithful up to {results[mtu, cpu]} Mbit/s offered "
             f"[{time.monotonic() - started:.0f} s]")
-    return calibration.store(results, rows), results
+    return capacity.store(results, rows), results
 
 
 def ensure(mtu, cpu, log=print):
     """Measure the figure a run at `mtu` with placement `cpu` reads, if this machine's calibration
     lacks it (a calibrated machine only: an uncalibrated or stale one keeps the conservative figures
     until --calibrate). Nothing to do where a figure is stored or no ladder applies."""
-    found, _ = calibration.load()
+    found, _ = capacity.load()
     rung = max((m for m in LADDERS if m <= mtu), default=None)
     if found is None or rung is None or found.figures.get((rung, cpu)) is not None:
         return

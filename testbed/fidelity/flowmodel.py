@@ -13,6 +13,9 @@ flow's rate rises together until a link is full; its flows stop there; repeat).
   collective's stripes are) each ends at its size over its first rate: a transfer's bottleneck
   carries none faster than it, so no other one's end frees it first, and one filling suffices.
 
+With traffic classes (``high``: the flows of a job whose packets the switches serve first, strict
+priority) the high flows are filled first over the whole capacity, the others over what they leave.
+
 Rates are in bytes per second on the wire; ``payload_fraction`` converts to what TCP delivers.
 The model assumes lossless, perfectly fair sharing and no per-message latency; where TCP shares
 unevenly or loses packets the measurement falls short of it.
@@ -48,11 +51,16 @@ class Incidence:
         if np.any(np.bincount(self.flow, minlength=len(self.keys)) == 0):
             raise TestbedError("every flow in the model needs at least one link")
 
-    def fill(self, active):
-        """Max-min fair rates of the active flows (a boolean array); inactive flows get 0."""
+    def mask(self, flows):
+        flows = set(flows)
+        return np.array([key in flows for key in self.keys], dtype=bool)
+
+    def fill(self, active, remaining=None):
+        """Max-min fair rates of the active flows (a boolean array) over the capacity (or
+        `remaining` of it); inactive flows get 0."""
         rates = np.zeros(len(self.keys))
         active = active.copy()
-        remaining = self.capacity.copy()
+        remaining = (self.capacity if remaining is None else remaining).copy()
         while active.any():
             on = active[self.flow]
             count = np.bincount(self.link[on], minlength=len(self.links))
@@ -68,36 +76,52 @@ class Incidence:
         return rates
 
 
-def max_min(paths, capacity):
+    def fill_classes(self, active, high):
+        """Strict priority: the active high flows max-min fair over the capacity, then the other
+        active flows over what the high ones leave."""
+        first = self.fill(active & high)
+        used = np.bincount(self.link, weights=first[self.flow], minlength=len(self.links))
+        return first + self.fill(active & ~high, np.maximum(self.capacity - used, 0.0))
+
+
+def max_min(paths, capacity, high=()):
     """{flow: rate}: the max-min fair rates of flows that all run at once. paths: {flow: [link]},
-    capacity: {link: rate}."""
+    capacity: {link: rate}; high: the flows served first (strict priority)."""
     if not paths:
         return {}
     inc = Incidence(paths, capacity)
-    rates = inc.fill(np.ones(len(inc.keys), dtype=bool))
+    every = np.ones(len(inc.keys), dtype=bool)
+    rates = inc.fill_classes(every, inc.mask(high)) if high else inc.fill(every)
     return dict(zip(inc.keys, rates.tolist()))
 
 
-def completion(paths, capacity, sizes):
+def completion(paths, capacity, sizes, high=()):
     """(time until the last transfer ends, {flow: its end}) for transfers that start together, of
-    sizes {flow: bytes}, each ending when its bytes have crossed at its fair rate of the moment."""
+    sizes {flow: bytes}, each ending when its bytes have crossed at its fair rate of the moment
+    (high: the transfers served first, strict priority)."""
     if not paths:
         return 0.0, {}
     inc = Incidence(paths, capacity)
     total = np.array([float(sizes[key]) for key in inc.keys])
-    if total.min() > 0 and total.max() <= 1.001 * total.min():
+    if high:
+        first = inc.mask(high)
+        fill = lambda active: inc.fill_classes(active, first)
+    else:
+        fill = inc.fill
+    if not high and total.min() > 0 and total.max() <= 1.001 * total.min():
         rates = inc.fill(np.ones(len(inc.keys), dtype=bool))
         ends = total / rates
         return float(ends.max()), dict(zip(inc.keys, ends.tolist()))
     left, active = total.copy(), total > 0
     ends, now = np.zeros(len(inc.keys)), 0.0
     while active.any():
-        rates = inc.fill(active)
-        if np.any(rates[active] <= 0):
+        rates = fill(active)
+        moving = active & (rates > 0)          # under strict priority a low transfer may wait
+        if not moving.any():
             raise TestbedError("a transfer in the flow model has no capacity")
-        dt = np.min(left[active] / rates[active])
+        dt = np.min(left[moving] / rates[moving])
         now += dt
-        left[active] -= rates[active] * dt
+        left[moving] -= rates[moving] * dt
         done = active & (left <= 1e-9 * np.maximum(1.0, total))
         ends[done] = now
         active &= ~done

@@ -5,14 +5,26 @@ through ``flowmodel``.
 - Long-lived flows between pairs: each pair's goodput over its NIC's capacity (a bonded NIC's
   ports together), and the rate every directed link carries.
 - A collective: the time of each step as the fluid model's (every rank's message to its step's
-  peer, striped over its connections, all at once; the step ends with its last transfer), summed
-  over the steps; TCP and IP headers added. Per-message latency is left out: at the sizes these
-  comparisons use (MiB at Mbit/s) it is under 1% of a step. Several Rings at once (Multi-AllReduce)
-  share one fluid run per step, each ending with its own last transfer: the model keeps their
-  steps aligned, where real rings drift apart.
+  peer, striped over its connections, all at once; the step ends with its last transfer), or the
+  step's latency floor, whichever is larger, summed over the steps; TCP and IP headers added. The
+  floor is the idle fabric's per-step time of a small message (``idle_step_us``: forwarding and
+  wake-up latency, which a shaped link lets through at once); without it (0) the model is the
+  bandwidth term alone, which at MiB sizes and Mbit/s rates is within 1% of a step. Several Rings
+  at once (Multi-AllReduce) share one fluid run per step, each ending with its own last
+  transfer: the model keeps their steps aligned, where real rings drift apart.
+
+This is the one model of a collective's time: the size sweeps judge each row against it with the
+paths the routes give (``route_paths``; under ECMP only the NICs' links are known), and the paired
+experiments compare each trial against it with the paths the capture saw or hashing computes.
 """
+import numpy as np
+
 from testbed.collectives.connections import step_transfers
+from testbed.collectives.coordinator import Coordinator, emulation_launcher
+from testbed.collectives.data import ELEMENT_BYTES
+from testbed.collectives.schedules import HalvingDoubling
 from testbed.fidelity.flowmodel import completion, max_min, payload_fraction
+from testbed.routing import deterministic_routes
 
 
 def link_rates(topo):
@@ -42,22 +54,70 @@ def flows(topo, groups, paths, mtu):
     return {"goodput_over_nic": goodput, "loads": loads, "rates": rates}
 
 
-def collective_times(topo, collectives, paths, mtu):
+def _step_time(moved, paths, capacity, mtu):
+    """Seconds until a step's last transfer ends ({Connection: bytes}); a connection inside one
+    host (no link: ranks that share a host) takes no time."""
+    crossing = {c: paths[c] for c in moved if paths[c]}
+    return completion(crossing, capacity, {c: moved[c] for c in crossing})[0] / payload_fraction(mtu)
+
+
+def collective_time(topo, schedule, connections, count, paths, mtu, latency_s=0.0):
+    """(seconds, latency-bound?) of one collective: per step the fluid model's time or the latency
+    floor, whichever is larger; latency-bound when the floors outweigh the transfers."""
+    capacity, total, floors, transfers = link_rates(topo), 0.0, 0.0, 0.0
+    for steps, moved in step_transfers(schedule, connections, count):
+        transfer = _step_time(moved, paths, capacity, mtu)
+        total += steps * max(latency_s, transfer)
+        floors += steps * latency_s
+        transfers += steps * transfer
+    return total, floors >= transfers
+
+
+def collective_times(topo, collectives, paths, mtu, latency_s=0.0, high=()):
     """Seconds each collective of [(schedule, {rank: {peer: [Connection]}}, count)] takes when they
     all run at once (one alone: any schedule; several: Rings, ``uniform_step``); paths for every
-    connection that carries data."""
-    capacity = link_rates(topo)
-    if len(collectives) == 1:
+    connection that carries data; high: connections the switches serve first (strict priority)."""
+    if len(collectives) == 1 and not high:
         schedule, connections, count = collectives[0]
-        total = sum(steps * completion({c: paths[c] for c in moved}, capacity, moved)[0]
-                    for steps, moved in step_transfers(schedule, connections, count))
-        return [total / payload_fraction(mtu)]
+        return [collective_time(topo, schedule, connections, count, paths, mtu, latency_s)[0]]
     parts = [step_transfers(*collective) for collective in collectives]
     if any(len(p) != 1 for p in parts):
         raise ValueError("only collectives whose steps all move the same (Rings) run together in the model")
     moved = {c: size for ((_, mine),) in parts for c, size in mine.items()}
-    _, ends = completion({c: paths[c] for c in moved}, capacity, moved)
-    return [steps * max(ends[c] for c in mine) / payload_fraction(mtu) for ((steps, mine),) in parts]
+    crossing = {c: paths[c] for c in moved if paths[c]}
+    _, ends = completion(crossing, link_rates(topo), {c: moved[c] for c in crossing}, set(high) & set(crossing))
+    return [steps * max(latency_s, max((ends.get(c, 0.0) for c in mine), default=0.0) / payload_fraction(mtu))
+            for ((steps, mine),) in parts]
+
+
+def route_paths(topo, routing, connections):
+    """{Connection: [link]} from the routes known before any packet moves (deterministic routing);
+    where hashing decides (ECMP), only the NICs' links: the sending port and the destination's
+    downlink. A connection between two ranks on one host crosses no link ([])."""
+    routes = routing.routes or {}
+    ip = {h.name: h.ports[0].ip for h in topo.hosts.values()}
+    out = {}
+    for c in connections:
+        if c.src == c.dst:
+            out[c] = []
+        elif (ip[c.src], ip[c.dst]) in routes:
+            out[c] = sorted(routes[ip[c.src], ip[c.dst]].directed_links())
+        else:
+            nic = topo.hosts[c.dst].ports[0]
+            out[c] = sorted([(c.src, 0), topo.attachment(nic)])
+    return out
+
+
+def idle_step_us(emu, size=1024, iterations=100):
+    """The latency floor, measured: per-step time (us) of a 2-rank halving-doubling allreduce of
+    `size` bytes between the two hosts farthest apart, back to back, with nothing else running."""
+    longest = max(deterministic_routes(emu.topo).values(), key=lambda r: (len(r.hops), r.src.ip, r.dst.ip))
+    hosts = [longest.src.host, longest.dst.host]
+    with Coordinator(HalvingDoubling.name, *emulation_launcher(emu, hosts), pacing=emu.topo.bytes_per_s,
+                     label="idle step latency") as ranks:
+        ranks.iterate(size // ELEMENT_BYTES, 0, 60, repeat=10)
+        times = ranks.iterate(size // ELEMENT_BYTES, 1, 60, repeat=iterations)["times"]
+    return round(float(np.mean(times)) / len(HalvingDoubling().steps(0, 2, 2)) * 1e6, 1)
 
 
 def captured_paths(topo, connections, captured):

@@ -1,6 +1,6 @@
 """Scale on paper: how many slots, cores and machines a fabric needs at a link rate, from this
-machine's calibration (``fidelity.calibration``), the switch passes per packet and the slots'
-partition (``topology.slots``). No root, no emulation.
+machine's calibration (``emulation.capacity``), the switch passes per packet and the slots'
+partition (``topology.partition``). No root, no emulation.
 
 The model, each part measured on a 2-core machine (docs/scale.md):
 - one slot's ovs-vswitchd forwards what the calibration's 16 flows got through faithfully, counted in
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from testbed import routing
 from testbed.fidelity.fabric_check import spread_pairs
 from testbed.topology import BiGraph
-from testbed.topology.slots import attachments, max_slots, partition
+from testbed.topology.partition import attachments, max_slots, partition
 
 ENDPOINTS_PER_CORE = 32
 CALIBRATION_TOPOLOGY = BiGraph(2, 8)   # what fidelity.calibrate measures: its 16 spread flows

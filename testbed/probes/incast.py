@@ -5,11 +5,9 @@ sent every few ms from a host on the receiver's switch through the same port, wh
 above the smallest is their time in the queue (delay x rate = backlog)."""
 import time
 
-import numpy as np
-
+from testbed.emulation.cpu import CpuMonitor
 from testbed.emulation.programs import expect_all, stop_all
 from testbed.errors import TestbedError
-from testbed.fidelity.verdict import CpuMonitor, flag
 from testbed.probes.queues import QueueSampler
 from testbed.topology import interface
 
@@ -81,51 +79,3 @@ def agreement(probes, queue, ifname, link_bytes):
         return []
     base = min(r - s for _, s, r in probes)
     return [(s, (r - s - base) * link_bytes, queue.backlog_at(ifname, s + base)) for _, s, r in probes]
-
-
-HEADER = ("# fan-in  rounds  max queue(pkts)  max backlog(B)  drops  p50 done(ms)  p99 done(ms)  "
-          "ideal(ms)  probe-qdisc median |diff| (frames)  emulator")
-
-
-def run_fanins(emu, fanins, size, rounds, interval, progress=print, on_fanin=None):
-    """One row per fan-in (queue depth, drops, completion p50/p99 against the ideal, how well probes
-    and FIFO agree, the verdict) and the time series of every queue sample and probe;
-    on_fanin(row, its part of the series) is called as each fan-in is measured."""
-    topo = emu.topo
-    link_bytes = topo.bytes_per_s
-    frame = emu.mtu + 14
-    receiver, prober, senders = roles(topo, fanins)
-    rows, series = [], []
-    progress(f"# receiver {receiver.name}, probes from {prober.name}, {size} B per sender, "
-             f"queue limit {topo.queue} packets of up to {frame} B")
-    progress(HEADER)
-    for k in fanins:
-        done, max_q, max_b, drops, diffs, bottleneck, mine = [], 0, 0, 0, [], False, []
-        peak_cores = 0.0
-        for r in range(rounds):
-            completion, queue, port, probes, cpu = one_round(emu, receiver, prober, senders[:k], size, interval)
-            done += completion
-            max_q, max_b = max(max_q, queue.max_qlen(port)), max(max_b, queue.max_backlog(port))
-            drops += queue.drops(port)
-            pairs = agreement(probes, queue, port, link_bytes)
-            diffs += [abs(p - q) / frame for _, p, q in pairs]
-            bottleneck |= cpu["emulator_bottleneck"]
-            peak_cores = max(peak_cores, cpu["ovs_vswitchd_cores"])
-            mine += [{"fanin": k, "round": r, "kind": "qdisc", "time": t, "packets": n, "bytes": b, "drops": d}
-                     for t, n, b, d in queue.samples[port]]
-            mine += [{"fanin": k, "round": r, "kind": "probe", "time": s, "packets": "", "bytes": round(p),
-                      "drops": ""} for s, p, _ in pairs]
-        row = {"fanin": k, "rounds": rounds, "max_queue_packets": max_q, "max_backlog_bytes": max_b,
-               "drops": drops, "p50_done_ms": round(float(np.percentile(done, 50)) * 1e3, 1),
-               "p99_done_ms": round(float(np.percentile(done, 99)) * 1e3, 1),
-               "ideal_ms": round(k * size / link_bytes * 1e3, 1),
-               "probe_qdisc_median_diff_frames": round(float(np.median(diffs)), 2) if diffs else None,
-               "probes": len(diffs), "emulator_bottleneck": bottleneck, "ovs_vswitchd_cores": peak_cores}
-        rows.append(row)
-        series += mine
-        if on_fanin:
-            on_fanin(row, mine)
-        progress(f"  {k:6d}  {rounds:6d}  {max_q:15d}  {max_b:14d}  {drops:5d}  {row['p50_done_ms']:12.1f}  "
-                 f"{row['p99_done_ms']:12.1f}  {row['ideal_ms']:9.1f}  {row['probe_qdisc_median_diff_frames']!s:>34}  "
-                 f"{flag(row)}")
-    return rows, series

@@ -105,3 +105,19 @@ class Observation:
         counted = sum(self.capture.counter_bytes.values())
         self.capture_over_counters = round(captured / counted, 3) if counted else None
 
+    def summary(self):
+        """The observation as flat fields (the same for every run on one fabric, so CSV rows line
+        up): per tier max/mean bytes and idle links, the busier downlink's share of a bonded NIC's
+        bytes, the queues at the ports facing the NICs, and the capture against the port counters."""
+        out = {}
+        for tier in sorted({self.topo.tier(a, b) for a, _, b, _ in self.topo.directed_links()}):
+            out[f"{tier}_max_over_mean"] = self.tiers.get(tier, {}).get("max_over_mean")
+            out[f"{tier}_idle_links"] = self.tiers.get(tier, {}).get("idle_links")
+        shares = [s["busier_share"] for s in self.split.values()]
+        out["nic_busier_share"] = round(sum(shares) / len(shares), 3) if shares else None
+        queues = list(self.queues.values())
+        out["mean_queue_bytes"] = round(sum(q["mean_backlog"] for q in queues) / len(queues)) if queues else None
+        out["max_queue_bytes"] = max((q["max_backlog"] for q in queues), default=None)
+        out["queue_drops"] = sum(q["drops"] for q in queues)
+        out["capture_over_port_counters"] = self.capture_over_counters
+        return out

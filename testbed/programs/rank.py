@@ -78,6 +78,7 @@ class Rank:
         self.addresses = [tuple(a) for a in cfg["addresses"]]
         self.timeout, self.sockbuf = cfg["timeout"], cfg["sockbuf"]
         self.streams, self.pacing = cfg.get("streams", 1), cfg.get("pacing")
+        self.dscp = cfg.get("dscp")     # the DS field of its packets (a job's traffic class), None: 0
         self.eager_limit = EAGER_LIMIT if cfg.get("eager_limit") is None else cfg["eager_limit"]
         # {peer: [source port per stream]}: a hash draw's 5-tuples (absent: the kernel's ports)
         self.source_ports = cfg.get("source_ports") or {}
@@ -107,6 +108,8 @@ class Rank:
             with contextlib.suppress(PermissionError):   # unprivileged, on loopback; emulated hosts run as root
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, b"cubic")
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if self.dscp:
+            sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, self.dscp << 2)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.sockbuf)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self.sockbuf)
 

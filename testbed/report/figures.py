@@ -197,3 +197,19 @@ def linear_ratio(rows, base_ranks, path, title=""):
     linear_ratio."""
     _log2_lines(rows, path, lambda r: r["system"], "ranks", "linear_ratio", "ranks (N)",
                 f"throughput(N) / ((N/{base_ranks}) x throughput({base_ranks}))", 1.15, reference=1.0, title=title)
+
+
+def job_iterations(rows, path, title=""):
+    """Each job's iteration times against when they started, one line per series(row) (a scheme's
+    run of a job). rows: with series, starts and times (monotonic seconds)."""
+    fig, ax = _pyplot().subplots(figsize=(9, 4.5))
+    t0 = min((r["starts"][0] for r in rows if r.get("starts")), default=0.0)
+    for r in rows:
+        if r.get("starts"):
+            ax.plot([s - t0 for s in r["starts"]], r["times"], marker="o", label=r["series"])
+    ax.set_xlabel("time (s) since the first iteration of the trial")
+    ax.set_ylabel("iteration (s)")
+    ax.set_ylim(bottom=0)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    _save(fig, path, title)

@@ -103,10 +103,10 @@ class RunFolder:
         finally:
             self.json(name, data)
 
-    def figure(self, name, draw, *args, fabric="", **kwargs):
+    def figure(self, name, draw, *args, fabric, **kwargs):
         """draw(*args, path, title=..., **kwargs) from report.figures writes the PNG, titled with
         what it shows, the fabric (a name, or a few joined) and the run's date."""
-        title = f"{name.rsplit('.', 1)[0].replace('_', ' ')}: {fabric or 'this run'} ({self.date})"
+        title = f"{name.rsplit('.', 1)[0].replace('_', ' ')}: {fabric} ({self.date})"
         draw(*args, self._written(name), title=title, **kwargs)
         return self.path / name
 

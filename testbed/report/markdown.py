@@ -10,9 +10,9 @@ import sys
 import time
 from importlib import metadata
 
-from testbed.emulation import machines as machine_files
 from testbed.emulation.ovs import datapath_name
-from testbed.topology.slots import partition
+from testbed.machines import inventory as machine_files
+from testbed.topology.partition import partition
 
 MAX_ROWS = 30        # a longer CSV table is shown in part; the file has it all
 PACKAGES = ("os-ken", "numpy", "scapy", "pyroute2", "mininet")

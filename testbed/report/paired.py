@@ -136,31 +136,28 @@ def _clean(v):
     return None if v is None or (isinstance(v, float) and math.isnan(v)) else round(v, 4)
 
 
-def figure(e, digits=2):
-    """'0.48 [0.44, 0.52]' (no interval with one trial)."""
+def _said(e, form):
+    """The estimate in words: form(value) for the mean, then [lo, hi] where there is an interval."""
     if not e.n:
         return "-"
     if math.isnan(e.lo):
-        return f"{e.mean:.{digits}f}"
-    return f"{e.mean:.{digits}f} [{e.lo:.{digits}f}, {e.hi:.{digits}f}]"
+        return form(e.mean)
+    return f"{form(e.mean)} [{form(e.lo)}, {form(e.hi)}]"
+
+
+def figure(e, digits=2):
+    """'0.48 [0.44, 0.52]' (no interval with one trial)."""
+    return _said(e, lambda v: f"{v:.{digits}f}")
 
 
 def percent(e):
     """'+69% [+60%, +78%]' for a gain."""
-    if not e.n:
-        return "-"
-    if math.isnan(e.lo):
-        return f"{100 * e.mean:+.0f}%"
-    return f"{100 * e.mean:+.0f}% [{100 * e.lo:+.0f}%, {100 * e.hi:+.0f}%]"
+    return _said(e, lambda v: f"{100 * v:+.0f}%")
 
 
 def signed(e, digits=2):
     """'-1.25 [-1.90, -0.60]' for a difference."""
-    if not e.n:
-        return "-"
-    if math.isnan(e.lo):
-        return f"{e.mean:+.{digits}f}"
-    return f"{e.mean:+.{digits}f} [{e.lo:+.{digits}f}, {e.hi:+.{digits}f}]"
+    return _said(e, lambda v: f"{v:+.{digits}f}")
 
 
 def verdict(e, trials=None, left_out=()):

@@ -27,6 +27,12 @@ every switch, as in real switches (successive stages then make correlated choice
 with ``hash="per-switch"`` the same method with a basis of each switch's own, which decorrelates the
 stages as per-switch hash seeds do. Which link a flow takes is known only once it runs; the collision
 probe measures it.
+
+``planned``: as deterministic, but the flows a plan is given (host pairs, in the order they choose:
+a job scheduler's, such as Crux's jobs by GPU intensity) each take, one after the other, the
+equal-cost path whose busiest link carries the fewest of the flows placed before it (then the
+fewest in total, then the first): paths apart as far as the fabric allows, installed as
+deterministic rules. Pairs not given keep the deterministic choice.
 """
 from dataclasses import dataclass, field
 
@@ -35,7 +41,7 @@ from testbed.routing.hashing import turn_ports
 from testbed.routing.paths import PathFinder
 from testbed.topology import BiGraph
 
-MODES = ("deterministic", "ecmp")
+MODES = ("deterministic", "ecmp", "planned")
 HASHES = ("same", "per-switch")
 TURN_TABLE = 100      # routing table of round-robin's NIC port p: TURN_TABLE + p
 
@@ -55,6 +61,7 @@ class RoutingPlan:
     seeds: dict = field(default_factory=dict)
     host_routes: dict = field(default_factory=dict)
     host_rules: dict = field(default_factory=dict)
+    flows: list = field(default_factory=list)     # planned: the (host, host) pairs placed, in order
 
     @property
     def rule_count(self):
@@ -64,7 +71,7 @@ class RoutingPlan:
         return {"mode": self.mode, "hash": self.hash,
                 "rules": {str(dpid): rules for dpid, rules in self.rules.items()},
                 "seeds": {str(dpid): seed for dpid, seed in self.seeds.items()},
-                "host_routes": self.host_routes, "host_rules": self.host_rules,
+                "host_routes": self.host_routes, "host_rules": self.host_rules, "flows": self.flows,
                 "routes": None if self.routes is None else [r.to_dict() for _, r in sorted(self.routes.items())]}
 
 
@@ -103,6 +110,29 @@ def deterministic_routes(topo):
                 options = finder.routes(src, dst)
                 if options:
                     routes[src.ip, dst.ip] = options[choose(topo, a, b, len(options))]
+    return routes
+
+
+def planned_routes(topo, flows):
+    """The deterministic routes, with each of `flows` ([(host, host)] in order) on the least-loaded
+    of its equal-cost paths as the module docstring says."""
+    finder, routes, load, placed = PathFinder(topo), deterministic_routes(topo), {}, set()
+    for a, b in flows:
+        if a not in topo.hosts or b not in topo.hosts:
+            raise TestbedError(f"a planned flow names {a if a not in topo.hosts else b}, no host of {topo.name}")
+        src, dst = port_pairs(topo, topo.hosts[a], topo.hosts[b])[0]
+        if (src.ip, dst.ip) in placed or a == b:
+            continue
+        options = finder.routes(src, dst)
+        if not options:
+            continue
+        links = lambda route: [(h.switch, h.out_port) for h in route.hops[:-1]]   # between switches
+        best = min(range(len(options)), key=lambda k: (max((load.get(x, 0) for x in links(options[k])), default=0),
+                                                       sum(load.get(x, 0) for x in links(options[k])), k))
+        routes[src.ip, dst.ip] = options[best]
+        placed.add((src.ip, dst.ip))
+        for x in links(options[best]):
+            load[x] = load.get(x, 0) + 1
     return routes
 
 
@@ -168,14 +198,15 @@ def seed(dpid):
     return (dpid * 2654435761) & 0xFFFFFFFF
 
 
-def plan(topo, mode="deterministic", hash="same"):
+def plan(topo, mode="deterministic", hash="same", flows=()):
     """The routing plan for a mode: the controller's rules, the hosts' routes, and the routes where
-    they are known."""
+    they are known. flows: the planned mode's (host, host) pairs, in the order they choose."""
     if hash not in HASHES:
         raise TestbedError(f"unknown hash {hash!r}: use one of {', '.join(HASHES)}")
-    if mode == "deterministic":
-        routes = deterministic_routes(topo)
-        return RoutingPlan(mode, route_rules(topo, routes), routes, hash, host_routes=host_routes(topo, routes))
+    if mode in ("deterministic", "planned"):
+        routes = deterministic_routes(topo) if mode == "deterministic" else planned_routes(topo, flows)
+        return RoutingPlan(mode, route_rules(topo, routes), routes, hash, host_routes=host_routes(topo, routes),
+                           flows=[list(f) for f in flows] if mode == "planned" else [])
     if mode == "ecmp":
         seeds = {s.dpid: seed(s.dpid) if hash == "per-switch" else 0 for s in topo.switches.values()}
         return RoutingPlan(mode, ecmp_rules(topo), None, hash, seeds, host_routes(topo), host_rules(topo))

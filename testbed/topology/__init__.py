@@ -4,10 +4,10 @@ facts every later stage reads: addresses, interface names, which links join two 
 link's rate in bytes per second. Routing turns it into paths; emulation brings it to life.
 """
 from testbed.topology import simai
+from testbed.topology.base import DEFAULT_QUEUE, DEFAULT_RATE, Topology, interface
 from testbed.topology.bigraph import BiGraph
 from testbed.topology.clos import LeafSpine
 from testbed.topology.hpn7 import HPN7
-from testbed.topology.model import DEFAULT_QUEUE, DEFAULT_RATE, Topology, interface
 from testbed.topology.spec import FORMS, from_spec
 
 __all__ = ["BiGraph", "LeafSpine", "HPN7", "Topology", "interface", "from_spec", "FORMS", "simai",

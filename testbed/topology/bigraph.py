@@ -1,6 +1,6 @@
 """EFLOPS' BiGraph: two layers of switches, every Upper switch linked to every Lower switch."""
 from testbed.errors import TestbedError
-from testbed.topology.model import Topology, positive_int
+from testbed.topology.base import Topology, positive_int
 
 
 class BiGraph(Topology):

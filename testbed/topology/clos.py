@@ -1,5 +1,5 @@
 """The baseline: a two-tier leaf-spine Clos."""
-from testbed.topology.model import Topology, positive_int
+from testbed.topology.base import Topology, positive_int
 
 
 class LeafSpine(Topology):

@@ -25,7 +25,7 @@ import json
 from pathlib import Path
 
 from testbed.errors import TestbedError
-from testbed.topology.model import DEFAULT_QUEUE, DEFAULT_RATE, Topology
+from testbed.topology.base import DEFAULT_QUEUE, DEFAULT_RATE, Topology
 
 SUFFIXES = (".json", ".yaml", ".yml")
 

@@ -3,7 +3,7 @@ planes, and optionally a core tier above the aggregation switches."""
 import math
 
 from testbed.errors import TestbedError
-from testbed.topology.model import Topology, positive_int
+from testbed.topology.base import Topology, positive_int
 
 # HPN 7.0's ToR: 60 x 400G up for 128 x 200G active ports down (SIGCOMM 2024, section 6).
 HPN_UPLINK_CAPACITY = 60 * 400 / (128 * 200)
@@ -83,17 +83,12 @@ class HPN7(Topology):
         return self.uplink_ratio * self.aggs / self.servers
 
     def describe(self):
-        if getattr(self, "simai", None):
-            from testbed.topology import simai  # simai builds HPN7s: imported here, not at the top
-            return f"{super().describe()}, {simai.describe(self)}"
+        if getattr(self, "origin", None):        # where a fabric read from a file came from (topology.simai)
+            return f"{super().describe()}, {self.origin}"
         if self.uplink_ratio != 1:
             return (f"{super().describe()}, ToR uplinks at {self.rate * self.uplink_ratio:g} Mbit/s "
                     f"({self.uplink_capacity:.4g} of a ToR's NIC-facing capacity)")
         return super().describe()
-
-    def exports(self):
-        from testbed.topology import simai
-        return {"topology.simai": simai.dump(self)} if simai.expressible(self) else {}
 
     def segment_of(self, host):
         return host.server // self.servers

@@ -105,6 +105,7 @@ def load(path, rate, queue, delay=0.0):
     topo.simai = Attributes(gpu_type, nvswitches // (gpus // per_server), sample[2], sample[3], first_nic[2],
                             first_up[2], first_nic[3], first_nic[4])
     topo.source_spec = f"simai:{path.resolve()}"
+    topo.origin = describe(topo)
     return topo
 
 
@@ -169,3 +170,9 @@ def describe(topo):
             f"and its {attrs.uplink} ToR-aggregation links at {topo.rate * topo.uplink_ratio:g} Mbit/s "
             f"(1/{1 / scale:,.0f} of their rates)")
 
+
+
+def exports(topo):
+    """{file name: text}: the fabric in other tools' formats, written into every run folder (SimAI's
+    topology file, for an HPN7 it can express)."""
+    return {"topology.simai": dump(topo)} if isinstance(topo, HPN7) and expressible(topo) else {}

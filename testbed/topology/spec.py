@@ -1,10 +1,10 @@
 """A fabric from its command-line form, e.g. 'bigraph:2,8'."""
 from testbed.errors import TestbedError
 from testbed.topology import fabric_file, simai
+from testbed.topology.base import DEFAULT_QUEUE, DEFAULT_RATE
 from testbed.topology.bigraph import BiGraph
 from testbed.topology.clos import LeafSpine
 from testbed.topology.hpn7 import HPN7
-from testbed.topology.model import DEFAULT_QUEUE, DEFAULT_RATE
 
 KINDS = {"bigraph": (BiGraph, "m,n[,c]"), "leafspine": (LeafSpine, "leaves,spines,hosts_per_leaf"),
          "hpn7": (HPN7, "S,H,R,A[,planes[,tors[,cores]]]")}

@@ -12,7 +12,7 @@ def leftovers():
     found += list(runrecord.tagged_bridges())
     found += [n for n in os.listdir("/sys/class/net") if n.startswith("tb") and n[2:3].isdigit()]
     found += [str(p) for p in Path(tempfile.gettempdir()).glob("tbslot*")]     # slots' sockets (emulation.slots)
-    found += [str(p) for p in Path(tempfile.gettempdir()).glob("tbpart*")]     # a machine's share (emulation.part)
+    found += [str(p) for p in Path(tempfile.gettempdir()).glob("tbpart*")]     # a machine's share (machines.part)
     return found
 
 

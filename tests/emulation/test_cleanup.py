@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from testbed import routing
-from testbed.emulation import ovs, placement, runrecord, sendbuffer
+from testbed.emulation import cores, ovs, runrecord, sendbuffer
 from testbed.emulation.network import Emulation
 from testbed.errors import TestbedError
 from testbed.topology import BiGraph
@@ -82,8 +82,8 @@ def test_ctrl_c_mid_run_leaves_nothing(run_dir, clean_machine):
 
 def test_killed_run_is_swept_by_cleanup(run_dir, clean_machine):
     vswitchd = ovs.vswitchd_pid()
-    affinity = {tid: os.sched_getaffinity(tid) for tid in placement.threads(vswitchd)}
-    proc = _start_scenario(run_dir, *(["--cpu-placement", "pinned"] if placement.possible() else []))
+    affinity = {tid: os.sched_getaffinity(tid) for tid in cores.threads(vswitchd)}
+    proc = _start_scenario(run_dir, *(["--cpu-placement", "pinned"] if cores.possible() else []))
     _wait_for(proc, "fabric up")
     records = [runrecord.RunRecord.load(p) for p in runrecord.STATE_DIR.glob("*.json")]
     os.kill(proc.pid, signal.SIGKILL)
@@ -98,7 +98,7 @@ def test_killed_run_is_swept_by_cleanup(run_dir, clean_machine):
     for pid, _, fd, size in [r.data["send_buffer"] for r in records if "send_buffer" in r.data]:
         with sendbuffer.SendBuffer(pid, fd) as buf:
             assert buf.size == size   # ovs-vswitchd's send buffer is back to what the run found
-    now = set(placement.threads(vswitchd)) & set(affinity)                  # and its threads' cores
+    now = set(cores.threads(vswitchd)) & set(affinity)                  # and its threads' cores
     assert {tid: os.sched_getaffinity(tid) for tid in now} == {tid: affinity[tid] for tid in now}
 
 

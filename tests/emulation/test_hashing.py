@@ -8,7 +8,7 @@ import time
 import pytest
 
 from testbed import routing
-from testbed.collectives.jobs import CrossSegmentJob
+from testbed.collectives.cross_segment import CrossSegmentJob
 from testbed.emulation.network import Emulation
 from testbed.fidelity import predict
 from testbed.probes.flows import measure_flows

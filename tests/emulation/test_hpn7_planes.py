@@ -7,7 +7,7 @@ import random
 import testbed
 from scenarios.hpn7_at_scale import with_idle_downlinks
 from testbed import routing
-from testbed.collectives.jobs import CrossSegmentJob
+from testbed.collectives.cross_segment import CrossSegmentJob
 from testbed.fidelity import predict
 from testbed.probes.loads import tier_loads
 from testbed.routing.hashing import Draw, Placer

@@ -1,9 +1,7 @@
 """Incast on real packets: the last-hop queue measured by its FIFO and by scapy probes at once."""
 import pytest
 
-from testbed import routing
-from testbed.emulation.network import Emulation
-from testbed.probes.incast import run_fanins
+import testbed
 from testbed.topology import LeafSpine
 
 FANINS = (2, 8, 15)
@@ -12,8 +10,8 @@ FANINS = (2, 8, 15)
 @pytest.fixture(scope="module")
 def rows(tmp_path_factory):
     topo = LeafSpine(4, 4, 5)
-    with Emulation(topo, routing.plan(topo), tmp_path_factory.mktemp("incast"), log=lambda m: None) as emu:
-        rows, _ = run_fanins(emu, FANINS, 256 * 1024, rounds=1, interval=0.005, progress=lambda line: None)
+    with testbed.emulate(topo, folder=tmp_path_factory.mktemp("incast")) as emu:
+        rows, _ = emu.incast(FANINS, 256 * 1024, rounds=1, interval=0.005)
     return {r["fanin"]: r for r in rows}
 
 

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 import testbed
-from testbed.emulation import machines, remote
-from testbed.emulation.engine import Engine, MachineLost
-from testbed.emulation.machine_check import preflight
 from testbed.errors import RunFailure, TestbedError
+from testbed.machines import inventory, remote
+from testbed.machines.checks import preflight
+from testbed.machines.engine import Engine, MachineLost
 from testbed.topology import BiGraph
 from tests.emulation.machine import leftovers
 from tests.emulation.machines_lab import Lab, ours_in
@@ -38,7 +38,7 @@ def _cmdline(pid):
 
 def test_the_preflight_measures_every_pair_and_leaves_nothing(tmp_path):
     with Lab(["a", "b"]) as lab:
-        ms = machines.load(lab.machines_file(tmp_path / "m.toml"))
+        ms = inventory.load(lab.machines_file(tmp_path / "m.toml"))
         with Engine(ms, log=print) as engine:
             found = preflight(engine, TOPO, 9000, seconds=1)
         assert set(found["bandwidth_mbit"]) == {"a->b", "b->a"}
@@ -48,7 +48,7 @@ def test_the_preflight_measures_every_pair_and_leaves_nothing(tmp_path):
 
 def test_an_underlay_too_small_for_the_full_frame_is_refused(tmp_path):
     with Lab(["a", "b"], mtu=1500) as lab:
-        ms = machines.load(lab.machines_file(tmp_path / "m.toml"))
+        ms = inventory.load(lab.machines_file(tmp_path / "m.toml"))
         with Engine(ms, log=print) as engine, pytest.raises(TestbedError) as e:
             preflight(engine, TOPO, 9000, seconds=1)
     assert "does not carry a 9050-byte frame with Don't Fragment set" in str(e.value)
@@ -59,12 +59,12 @@ def test_a_machine_that_joins_no_cluster_is_refused(tmp_path):
         path = lab.machines_file(tmp_path / "m.toml")
         path.write_text(path.read_text() + '[[machine]]\nname = "z"\nunderlay = "10.253.7.99"\n')
         with pytest.raises(TestbedError, match="machine z did not join the Dask cluster within 2 s"):
-            Engine(machines.load(path), join_timeout=2).__enter__()
+            Engine(inventory.load(path), join_timeout=2).__enter__()
 
 
 def test_a_machine_lost_mid_run_ends_the_run_at_once_and_the_others_end_what_they_made(tmp_path):
     with Lab(["a", "b"]) as lab:
-        ms = machines.load(lab.machines_file(tmp_path / "m.toml"))
+        ms = inventory.load(lab.machines_file(tmp_path / "m.toml"))
         with Engine(ms, log=print) as engine:
             engine.call("a", remote.bandwidth_server, lab.address("a"), 5201)      # waits for a client
             assert _left(lab)["a"]
@@ -82,9 +82,10 @@ def test_a_head_lost_mid_run_leaves_nothing_on_the_machines(tmp_path):
         path = lab.machines_file(tmp_path / "m.toml")
         head = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
             import time
-            from testbed.emulation import machines, remote
-            from testbed.emulation.engine import Engine
-            with Engine(machines.load("{path}"), log=lambda m: None) as engine:
+            from testbed.machines import remote
+            from testbed.machines import inventory
+            from testbed.machines.engine import Engine
+            with Engine(inventory.load("{path}"), log=lambda m: None) as engine:
                 engine.call("a", remote.bandwidth_server, "{lab.address('a')}", 5201)
                 print("serving", flush=True)
                 time.sleep(600)
@@ -192,7 +193,7 @@ def test_the_engine_starts_its_own_workers_over_ssh(tmp_path, monkeypatch):
     # worker over ssh (SSHCluster's worker class), here through each lab machine's SSH server.
     with Lab(["a", "b"], ssh=True) as lab:
         monkeypatch.setenv("HOME", str(lab.home))
-        ms = machines.load(lab.machines_file(tmp_path / "m.toml"))
+        ms = inventory.load(lab.machines_file(tmp_path / "m.toml"))
         assert ms.scheduler is None
         with Engine(ms, log=print) as engine:
             assert set(engine.workers) == {"a", "b"}
@@ -210,7 +211,7 @@ def test_a_machine_ssh_cannot_reach_is_refused(tmp_path, monkeypatch):
         path.write_text(path.read_text() + unreachable)
         started = time.monotonic()
         with pytest.raises(TestbedError, match="could not start the machines' workers over ssh"):
-            Engine(machines.load(path), join_timeout=10).__enter__()
+            Engine(inventory.load(path), join_timeout=10).__enter__()
         assert time.monotonic() - started < 40
         time.sleep(1)
         assert _left(lab) == {"a": []}       # a's worker, started before z failed, went too

@@ -3,8 +3,8 @@ accelerator less bus bandwidth than a NIC per accelerator, and the linear-scalin
 iterations comes from their measured times."""
 import pytest
 
+import testbed
 from testbed import routing
-from testbed.collectives import sweep
 from testbed.collectives.placements import on_shared_nics, place
 from testbed.collectives.training import compute_seconds, linear_ratio, train
 from testbed.emulation.network import Emulation
@@ -14,11 +14,10 @@ SIZE = 256 << 10
 
 
 def busbw(topo, hosts, schedule, folder):
-    with Emulation(topo, routing.plan(topo), folder, log=lambda m: None) as emu:
-        (row,) = sweep.run_sweep(emu, {"hdrm": (schedule, hosts)}, [SIZE], warmup=1, iters=2,
-                                 progress=lambda m: None)
-    assert row["wrong"] == 0
-    return row
+    with testbed.emulate(topo, folder=folder) as emu:
+        (row,) = emu.sweep(["hdrm"], [SIZE], warmup=1, iters=2, model=False, placed={"hdrm": (schedule, hosts)})
+    assert row.wrong == 0
+    return row.row
 
 
 def test_a_shared_nic_gives_each_accelerator_less_bus_bandwidth(tmp_path):

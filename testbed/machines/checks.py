@@ -1,6 +1,6 @@
 """The preflight of a run across machines: every check before anything is built, one line each.
 
-In the order a user would fix them: every machine's worker joined (emulation.engine), the same
+In the order a user would fix them: every machine's worker joined (machines.engine), the same
 project commit and requirements as the head, root, Open vSwitch running, the underlay carrying
 the fabric's full frame plus VXLAN's 50 bytes with Don't Fragment set between every pair, the
 controller's port on the head reachable from every machine, and iperf3 between every pair of
@@ -11,10 +11,10 @@ import socket
 import time
 from collections import Counter
 
-from testbed.emulation import remote
 from testbed.emulation.programs import free_port
 from testbed.errors import TestbedError
-from testbed.topology.slots import partition as split
+from testbed.machines import remote
+from testbed.topology.partition import partition as split
 
 BANDWIDTH_SECONDS = 2
 

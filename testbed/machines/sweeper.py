@@ -1,7 +1,7 @@
-"""Sweeps one run record once its owner is gone: a machine's Part (emulation.part) starts one beside
+"""Sweeps one run record once its owner is gone: a machine's Part (machines.part) starts one beside
 its worker, so that a worker killed mid-run leaves nothing on its machine either.
 
-    python -m testbed.emulation.sweeper RECORD OWNER_PID OWNER_START
+    python -m testbed.machines.sweeper RECORD OWNER_PID OWNER_START
 """
 import sys
 import time

@@ -241,10 +241,6 @@ class Topology:
             adj[link.b].append((link.b_port, link.a, link.a_port))
         return {s: sorted(v) for s, v in adj.items()}
 
-    def exports(self):
-        """{file name: text}: the fabric in other tools' formats, written into every run folder."""
-        return {}
-
     def describe(self):
         return (f"{self.name}: {len(self.hosts)} hosts, {len(self.switches)} switches, "
                 f"{len(self.links)} links at {self.rate:g} Mbit/s" + (f" + {self.delay:g} ms" if self.delay else ""))

@@ -16,10 +16,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from testbed.emulation import remote, runrecord
+from testbed.emulation import runrecord
+from testbed.emulation.cpu import CpuMonitor
 from testbed.emulation.network import Emulation
 from testbed.emulation.programs import POPEN, PROJECT, argv
-from testbed.fidelity.verdict import CpuMonitor
+from testbed.machines import remote
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,7 @@ class Part:
         self.emu.record.add(directories=[self.folder])     # swept with the rest if the worker is killed
         me = os.getpid()
         self.sweeper = subprocess.Popen(
-            [sys.executable, "-m", "testbed.emulation.sweeper", str(self.emu.record.path), str(me),
+            [sys.executable, "-m", "testbed.machines.sweeper", str(self.emu.record.path), str(me),
              str(runrecord.start_time(me))], cwd=PROJECT, start_new_session=True,
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         return {"boot_id": Path("/proc/sys/kernel/random/boot_id").read_text().strip(), "now": time.monotonic()}

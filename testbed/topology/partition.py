@@ -14,9 +14,9 @@ METIS (pymetis), every switch weighted by one plus its hosts, every switch pair 
 from dataclasses import dataclass
 
 from testbed.errors import TestbedError
+from testbed.topology.base import Link, positive_int
 from testbed.topology.bigraph import BiGraph
 from testbed.topology.hpn7 import HPN7
-from testbed.topology.model import Link, positive_int
 
 VXLAN_OVERHEAD = 50     # bytes a VXLAN tunnel adds to a frame on an IPv4 underlay
 

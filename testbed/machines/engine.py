@@ -6,7 +6,7 @@ at the same path on each, run by its venv's Python); with one, the workers alrea
 are used. A machine's worker is the one named as the machine, or the one started over ssh from its
 address. Work for a machine is a task pinned to its worker. The head renews a lease on every worker each half second and
 watches that each worker is still there: a machine lost mid-run ends the run at once (MachineLost),
-a head lost leaves the workers to end what the run made there (emulation.remote.Reaper) within
+a head lost leaves the workers to end what the run made there (machines.remote.Reaper) within
 LEASE seconds, and a worker that loses its scheduler closes within DEATH_TIMEOUT and does the same.
 """
 import contextlib
@@ -14,8 +14,8 @@ import sys
 import threading
 import time
 
-from testbed.emulation import remote
 from testbed.errors import RunFailure, TestbedError
+from testbed.machines import remote
 
 JOIN_TIMEOUT = 60.0     # s for every machine's worker to join
 DEATH_TIMEOUT = 10      # s a worker outlives its scheduler

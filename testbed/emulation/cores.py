@@ -22,23 +22,13 @@ from testbed.errors import TestbedError
 MODES = ("auto", "pinned", "none")
 # The start of a command that sees the host's own interfaces in /sys (close the quote after it).
 PRIVATE_SYSFS = "unshare --mount --propagation private sh -c 'umount -l /sys && mount -t sysfs testbed-sysfs /sys &&"
-requested = "auto"     # run_scenario.py --cpu-placement sets it for every emulation of the run
-
-
-def request(mode):
-    """Every emulation after this uses mode (checked here, before anything is built)."""
-    global requested
-    resolve(mode, None)
-    requested = mode
-
-
-def cores():
+def online():
     return sorted(os.sched_getaffinity(0))
 
 
 def possible():
     """Whether this machine has cores to split (at least 2 this process may use)."""
-    return len(cores()) >= 2
+    return len(online()) >= 2
 
 
 def resolve(mode, calibrated):
@@ -55,12 +45,12 @@ def resolve(mode, calibrated):
 
 def switch_core():
     """The core ovs-vswitchd is pinned to: the last one."""
-    return cores()[-1]
+    return online()[-1]
 
 
 def host_mask():
     """rps_cpus for the hosts' NICs: every core but ovs-vswitchd's, as sysfs reads it (hex)."""
-    return format(sum(1 << c for c in cores() if c != switch_core()), "x")
+    return format(sum(1 << c for c in online() if c != switch_core()), "x")
 
 
 def threads(pid):
@@ -81,7 +71,7 @@ def pin(pid, cpus):
 
 def unpin(pid, before):
     """Put back the affinities pin() found; a thread started since gets its process's."""
-    default = before.get(str(pid), before.get(pid)) or cores()
+    default = before.get(str(pid), before.get(pid)) or online()
     for tid in threads(pid):
         try:
             os.sched_setaffinity(tid, before.get(str(tid), before.get(tid, default)))

@@ -1,7 +1,7 @@
 """A fabric split across machines (``--machines FILE``), seen from the head as one Emulation.
 
 The head runs the controller, listening on its underlay address, and the Dask client
-(emulation.engine); each machine's worker holds a Part (emulation.part) with that machine's slots.
+(machines.engine); each machine's worker holds a Part (machines.part) with that machine's slots.
 Programs in remote hosts speak through their Part: the head batches what it writes to a machine's
 programs and collects what they said, once per few milliseconds per machine, so a collective's
 ranks on one machine get their command together, and those on different machines within a few
@@ -18,34 +18,29 @@ from pathlib import Path
 
 from testbed.emulation import preflight, runrecord
 from testbed.emulation.controller import Controller
-from testbed.emulation.engine import Engine, MachineLost
-from testbed.emulation.machine_check import preflight as check_machines
 from testbed.emulation.network import DEFAULT_MTU, Emulation
-from testbed.emulation.part import Part, Share
 from testbed.emulation.programs import Program
 from testbed.errors import RunFailure, TestbedError
-from testbed.topology.slots import partition
+from testbed.machines.checks import preflight as check_machines
+from testbed.machines.engine import Engine, MachineLost
+from testbed.machines.part import Part, Share
+from testbed.topology.partition import partition
 
 TICK = 0.005                      # s between a machine's batches of writes and reads
 TIMESTAMPS = ("t0", "ends", "steps")     # what a rank reports on its machine's clock (programs.rank)
-requested = None                  # run_scenario.py --machines sets it for every emulation of the run
-_engine, _checked = None, {}
 
 
-def request(ms, engine=None, checked=None):
-    """The machines every emulation of this run spans; engine: the run's Engine, already past its
-    preflight (checked: {(topology name, mtu): what it measured}), which the emulations share."""
-    global requested, _engine, _checked
-    requested, _engine, _checked = ms, engine, dict(checked or {})
-
-
-def open_emulation(topo, routing, run_dir, **kw):
-    """An Emulation of topo, across the run's machines when --machines was given."""
-    if requested is None:
-        return Emulation(topo, routing, run_dir, **kw)
-    mtu = kw.get("mtu", DEFAULT_MTU)
-    return MachineEmulation(topo, routing, run_dir, requested, mtu=mtu, log=kw.get("log", print), engine=_engine,
-                            checked=_checked.get((topo.name, mtu)))
+def open_emulation(topo, routing, run_dir, settings, mtu=DEFAULT_MTU, log=print, refuse_overload=True, priority=None):
+    """An Emulation of topo as the run's settings (emulation.settings.RunSettings) say: split into
+    their slots on this machine, or across their machines. priority: traffic classes on the switch
+    ports (emulation.shaping), on one machine only."""
+    if settings.machines is None:
+        return Emulation(topo, routing, run_dir, mtu=mtu, log=log, refuse_overload=refuse_overload,
+                         cpu_placement=settings.cpu_placement, slot_count=settings.slots, priority=priority)
+    if priority is not None:
+        raise TestbedError("traffic classes (priority) are built on one machine: run without --machines")
+    return MachineEmulation(topo, routing, run_dir, settings.machines, mtu=mtu, log=log, engine=settings.engine,
+                            checked=settings.checked.get((topo.name, mtu)))
 
 
 def _wait(futures, engine, timeout, what):
@@ -180,7 +175,7 @@ class RemoteProcess:
 
 class RemoteProgram(Program):
     def stopped(self):
-        return False      # its /proc is on its machine; a lost machine ends the run (emulation.engine)
+        return False      # its /proc is on its machine; a lost machine ends the run (machines.engine)
 
 
 class RemoteHost:

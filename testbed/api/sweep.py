@@ -3,14 +3,15 @@ emulation, one nccl-tests-style row per (variant, size) with its bottleneck verd
 comparison of the variants at the smallest and the largest size."""
 from pathlib import Path
 
+from testbed.collectives.connections import rank_connections
 from testbed.collectives.coordinator import Coordinator, emulation_launcher
 from testbed.collectives.data import ELEMENT_BYTES
 from testbed.collectives.metrics import REFERENCE, hockney, real_size, result_row
 from testbed.collectives.placements import place
 from testbed.collectives.schedules import rounds
 from testbed.errors import TestbedError
-from testbed.fidelity.model import judge, model_us
-from testbed.fidelity.verdict import describe_all
+from testbed.fidelity import predict
+from testbed.fidelity.verdict import describe_all, judge
 from testbed.report import tables
 
 
@@ -85,13 +86,16 @@ def iterations_for(size, iters, link_bytes, budget=1.0, cap=200):
 def run_sweep(emu, placed, size_list, warmup, iters, progress=print, eager_limit=None, on_row=None,
               idle_step_us=None):
     """Rows of nccl-tests-style results, one per (variant, size), each with its verdict (see
-    fidelity.model.judge: against the model when idle_step_us is given); on_row(row) is called as
-    each is measured."""
+    fidelity.verdict.judge: against the model of fidelity.predict, with the routes' paths and the
+    idle fabric's latency floor, when idle_step_us is given); on_row(row) is called as each is
+    measured."""
     rows, total = [], len(placed) * len(size_list)
     link_bytes = emu.topo.bytes_per_s
     progress(tables.header())
     for name, (schedule, hosts) in placed.items():
         addresses, launch = emulation_launcher(emu, hosts)
+        conns = rank_connections(schedule, hosts, [port for _, port in addresses], 1)
+        paths = predict.route_paths(emu.topo, emu.routing, [c for p in conns.values() for cs in p.values() for c in cs])
         with Coordinator(schedule, addresses, launch, pacing=link_bytes, eager_limit=eager_limit,
                          label=name) as coordinator:
             for size in size_list:
@@ -105,8 +109,8 @@ def run_sweep(emu, placed, size_list, warmup, iters, progress=print, eager_limit
                                  collective=schedule.collective)
                 steps = len(rounds(schedule, len(hosts), size // ELEMENT_BYTES))
                 row.update(ranks=len(hosts), steps=steps, step_us=round(row["time_us"] / steps, 1))
-                model = idle_step_us and model_us(schedule, hosts, emu.topo, emu.routing.routes,
-                                                  size // ELEMENT_BYTES, idle_step_us)
+                model = idle_step_us and predict.collective_time(emu.topo, schedule, conns, size // ELEMENT_BYTES,
+                                                                 paths, emu.mtu, idle_step_us / 1e6)
                 row.update(judge(row, cpu.result(), model or None, drops))
                 rows.append(row)
                 if on_row:

@@ -1,4 +1,4 @@
-"""What runs on a machine's Dask worker for a run that spans machines (emulation.engine).
+"""What runs on a machine's Dask worker for a run that spans machines (machines.engine).
 
 Whatever a run starts on a worker is registered here and ended by its pid: when the run ends
 (the head unregisters the Reaper plugin), when the worker closes (it lost the scheduler), and when
@@ -25,7 +25,7 @@ _renewed = [time.monotonic()]
 
 
 def made(thing):
-    """Register a Program (emulation.programs) or a machine's Part (emulation.part) made on this
+    """Register a Program (emulation.programs) or a machine's Part (machines.part) made on this
     worker for the run."""
     with _lock:
         _made.append(thing)
@@ -79,7 +79,7 @@ class Reaper(WorkerPlugin):
         reaper.join()
 
 
-# --- the checks of emulation.engine.preflight, each run on one machine ------------------------
+# --- the checks of machines.engine.preflight, each run on one machine ------------------------
 def identity():
     """What must match between the machines of one run, and what each must have."""
     commit = subprocess.run(["git", "-C", str(PROJECT), "rev-parse", "HEAD"], capture_output=True, text=True)

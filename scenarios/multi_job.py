@@ -1,0 +1,344 @@
+"""Several training jobs on one fabric: how much each slows the others down, and what keeps them
+apart, each measured against plain ECMP over paired trials.
+
+Crux (SIGCOMM 2024) measured in Alibaba's production cluster that 36.3% of jobs, holding 51% of the
+GPUs, meet other jobs' traffic on the network (a GPT job's iteration went from 1.53 s to 1.70 s,
++11%, beside a BERT job), and that placing jobs on paths apart and giving priority to the job of
+the highest GPU intensity (its computation per iteration over its communication time) gained 8.3%
+to 14.8% GPU utilisation on 96 GPUs. Here each job is a SimAI workload file or a synthetic
+data-parallel job (``allreduce:RANKS:BYTES:COMPUTE_MS``), replayed with its groups (``api.jobs``),
+its ranks on the fabric's servers by ``--placement``.
+
+Trial t takes fresh 5-tuples (a hash draw per job, from seed + t; each job listens on ports of its
+own, so it keeps its 5-tuples whether alone or beside the others) and runs, each on a freshly built
+fabric, in alternating order:
+- ecmp: each job alone, then all together, ECMP with one hash at every switch;
+- priority: all together, the highest-intensity job's packets marked EF (DSCP 46) and every switch
+  port with HTB traffic classes (``--priority``: strict or weighted);
+- paths: all together, each job's flows placed by the controller on the least-loaded equal-cost
+  path, in Crux's order (highest intensity first), as deterministic rules.
+Every job's iteration times are measured; a job's slowdown is its iteration together over alone
+(paired in the trial); a scheme's gain over ECMP is the jobs' GPU utilisation (computation over
+iteration time, weighted by GPUs) together under it over together under ECMP. The switch-to-switch
+links are captured in the runs together: which links the jobs shared and what each sent over them.
+For a synthetic job the flow model (``fidelity.predict``) gives its iteration alone and together
+(its collective overlapping the others' fully: the model's bound) from the paths its connections
+take (hashed as Open vSwitch hashes them, or planned), beside the measurement.
+"""
+import json
+import statistics
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from scenarios.common import add_fabric_arguments, at_least, fabric, names
+from testbed import routing
+from testbed.api.jobs import FAMILIES, NVLINK_GBIT, Job
+from testbed.collectives import workload as workloads
+from testbed.collectives.connections import rank_connections
+from testbed.collectives.placements import PLACEMENTS, place_jobs
+from testbed.collectives.workload import scaled_count
+from testbed.emulation.shaping import HIGH_DSCP, PRIORITIES
+from testbed.errors import TestbedError
+from testbed.experiments.trials import Form, compare, run_trials
+from testbed.fidelity import predict
+from testbed.fidelity.verdict import describe_all, flag
+from testbed.report import figures
+from testbed.routing.hashing import Draw, Placer
+
+NAME = "multi_job"
+HELP = "two or more training jobs on one fabric: each one's slowdown, and priorities and job-aware paths against ECMP"
+SCHEMES = ("ecmp", "priority", "paths")
+DEFAULT_JOBS = ("allreduce:8:2097152:1200", "allreduce:8:2097152:300")
+CRUX = {"slowdown": "a GPT job's iteration +11% beside a BERT job (1.53 s -> 1.70 s); 36.3% of jobs (51% of GPUs) "
+                    "meet others' traffic",
+        "utilisation": "Crux's intensity-ordered paths and priorities: +8.3% to +14.8% GPU utilisation (96 GPUs)"}
+
+
+def add_arguments(parser):
+    add_fabric_arguments(parser, topology="hpn7:2,4,2,2")
+    parser.add_argument("--job", action="append", default=None, metavar="SPEC",
+                        help="a job: allreduce:RANKS:BYTES:COMPUTE_MS (a data-parallel job) or a SimAI workload "
+                             f"FILE; once per job (default {' and '.join(DEFAULT_JOBS)})")
+    parser.add_argument("--placement", default="spread",
+                        help=f"{', '.join(PLACEMENTS)}, or a JSON file of each job's hosts, [[h0, h1, ...], ...] "
+                             "(default %(default)s)")
+    parser.add_argument("--schemes", default=",".join(SCHEMES),
+                        help="comma-separated, from " + ", ".join(SCHEMES) + " (default: all; ecmp always runs)")
+    parser.add_argument("--priority", choices=PRIORITIES, default="strict",
+                        help="the switch ports' traffic classes under the priority scheme (default %(default)s)")
+    parser.add_argument("--trials", type=int, default=4,
+                        help="paired trials, each on fresh hash draws (default %(default)s: about 15 minutes)")
+    parser.add_argument("--iters", type=int, default=3, help="timed iterations per run (default %(default)s)")
+    parser.add_argument("--seed", type=int, default=None, help="the first trial's draws (default: a new one)")
+    parser.add_argument("--workload-gbit", type=float, default=400.0,
+                        help="the link rate a workload file was made for, Gbit/s (default %(default)s)")
+    parser.add_argument("--scaleup-gbit", type=float, default=NVLINK_GBIT,
+                        help="a server's scale-up domain each way, Gbit/s (default %(default)s)")
+
+
+@dataclass
+class Plan:
+    topo: object
+    mtu: int
+    jobs: list           # [api.jobs.Job], each on its hosts and ports, in the order given
+    order: list          # job indices, highest GPU intensity first (Crux's order)
+    intensity: list      # per job: computation per iteration over its communication alone (model)
+    schemes: tuple
+    priority: str
+    trials: int
+    iters: int
+    seed: int
+
+    @property
+    def fabrics(self):
+        return [self.topo]
+
+
+def job_of(spec, topo, args):
+    """(name, workload, scale) of a --job SPEC."""
+    if spec.startswith("allreduce:"):
+        parts = spec.split(":")[1:]
+        try:
+            ranks, size, compute_ms = int(parts[0]), int(parts[1]), float(parts[2])
+        except (ValueError, IndexError):
+            raise TestbedError(f"--job {spec}: write allreduce:RANKS:BYTES:COMPUTE_MS, e.g. allreduce:8:2097152:300") \
+                from None
+        if ranks < 2 or size < 4 * ranks or not 0 <= compute_ms <= 60000:
+            raise TestbedError(f"--job {spec}: 2 ranks or more, 4 bytes per rank or more, 0 to 60000 ms of compute")
+        return spec, workloads.data_parallel(ranks, size, compute_ms / 1e3), 1.0
+    if not args.workload_gbit > 0:
+        raise TestbedError(f"--workload-gbit must be positive (got {args.workload_gbit:g})")
+    return Path(spec).name, workloads.read(spec), args.rate * 1e6 / (args.workload_gbit * 1e9)
+
+
+def placements_of(text, topo, sizes, seed):
+    if text in PLACEMENTS:
+        return place_jobs(topo, sizes, text, seed)
+    try:
+        given = json.loads(Path(text).read_text())
+    except (OSError, ValueError) as e:
+        raise TestbedError(f"--placement {text}: use one of {', '.join(PLACEMENTS)}, or a JSON file of each job's "
+                           f"hosts ({e.__class__.__name__})") from None
+    if not isinstance(given, list) or [len(h) if isinstance(h, list) else None for h in given] != sizes:
+        raise TestbedError(f"--placement {text}: give a list of {len(sizes)} host lists of {sizes} hosts")
+    every = [h for hosts in given for h in hosts]
+    if len(set(every)) != len(every):
+        raise TestbedError(f"--placement {text}: a host is given to two ranks: give each rank its own")
+    return given
+
+
+def prepare(args):
+    topo = fabric(args)
+    specs = args.job or list(DEFAULT_JOBS)
+    if len(specs) < 2:
+        raise TestbedError("multi_job needs two jobs or more: give --job twice or more")
+    seed = args.seed if args.seed is not None else int(time.time() * 1000) % 1_000_000
+    made = [job_of(spec, topo, args) for spec in specs]
+    groups = [w.groups() for _, w, _ in made]
+    hosts = placements_of(args.placement, topo, [g.gpus for g in groups], seed)
+    if not args.scaleup_gbit > 0:
+        raise TestbedError(f"--scaleup-gbit must be positive (got {args.scaleup_gbit:g})")
+    jobs = [Job(f"job{k} {name}", w, g, tuple(h), scale, args.scaleup_gbit, "ring", port=7000 + 256 * k)
+            for k, ((name, w, scale), g, h) in enumerate(zip(made, groups, hosts))]
+    for job in jobs:
+        job.check(topo)
+    schemes = tuple(s for s in SCHEMES if s in names(args.schemes, "--schemes", SCHEMES) or s == "ecmp")
+    intensity = [job_intensity(topo, job, args.mtu) for job in jobs]
+    order = sorted(range(len(jobs)), key=lambda k: -intensity[k])
+    return Plan(topo, args.mtu, jobs, order, intensity, schemes, args.priority,
+                at_least(args.trials, 2, "--trials", " (an interval needs two)"), at_least(args.iters, 1, "--iters"),
+                seed)
+
+
+def compute_s(job):
+    phases, tail = job.phases()
+    return sum(pending for _, pending, _, _, _ in phases) + tail
+
+
+def job_intensity(topo, job, mtu):
+    """Crux's GPU intensity: computation per iteration over communication alone, the latter from
+    the flow model on deterministic routes (no other job, no collision)."""
+    comm = sum(t for t in job_model(topo, job, routing.plan(topo), None, mtu) if t)
+    return compute_s(job) / comm if comm else float("inf")
+
+
+def job_connections(job, draw):
+    """A synthetic job's connections, as its run opens them: its one data-parallel group's Ring,
+    every rank listening on the job's port."""
+    schedule = FAMILIES[job.family]["allreduce"]()
+    return schedule, rank_connections([schedule], list(job.hosts), [job.port] * len(job.hosts), job.streams, draw)
+
+
+def job_model(topo, job, plan, draw, mtu):
+    """[the model's seconds of each collective phase alone] of a synthetic job (None for a file's)."""
+    if not job.workload.path.startswith("allreduce:"):
+        return [None]
+    schedule, conns = job_connections(job, draw or Draw(0))
+    paths = model_paths(topo, plan, [c for peers in conns.values() for cs in peers.values() for c in cs])
+    (_, _, _, _, size), = job.phases()[0]
+    return predict.collective_times(topo, [(schedule, conns, scaled_count(size, job.scale, len(job.hosts)))], paths,
+                                    mtu)
+
+
+def model_paths(topo, plan, connections):
+    """Each connection's links: hashed as Open vSwitch hashes them (ecmp), or the routes (deterministic
+    or planned)."""
+    if plan.mode == "ecmp":
+        placer = Placer(topo, plan, "hash")
+        return {c: placer.path(c) for c in connections}
+    return predict.route_paths(topo, plan, connections)
+
+
+def together_model(topo, jobs, plan, draws, mtu, high=()):
+    """Each synthetic job's iteration when its collective overlaps the others' fully (the model's
+    bound), or None when a job is a file's."""
+    if any(not job.workload.path.startswith("allreduce:") for job in jobs):
+        return [None] * len(jobs)
+    collectives, paths, first = [], {}, set()
+    for k, (job, draw) in enumerate(zip(jobs, draws)):
+        schedule, conns = job_connections(job, draw)
+        size = job.phases()[0][0][4]
+        collectives.append((schedule, conns, scaled_count(size, job.scale, len(job.hosts))))
+        mine = [c for peers in conns.values() for cs in peers.values() for c in cs]
+        paths.update(model_paths(topo, plan, mine))
+        if k in high:
+            first.update(mine)
+    comm = predict.collective_times(topo, collectives, paths, mtu, high=first)
+    return [compute_s(job) + t for job, t in zip(jobs, comm)]
+
+
+def forms(plan):
+    flows = tuple((a, b) for k in plan.order for a, b in job_pairs(plan.jobs[k]))
+    made = {"ecmp": Form("ecmp", plan.topo, "ecmp"),
+            "priority": Form("priority", plan.topo, "ecmp", priority=plan.priority),
+            "paths": Form("paths", plan.topo, "planned", flows=flows)}
+    return [made[s] for s in plan.schemes]
+
+
+def job_pairs(job):
+    """The host pairs a job's fabric groups exchange data between (a Ring's neighbours, in order)."""
+    out = []
+    for kind in ("TP", "DP", "EP", "DP_EP", "PP"):
+        if job.parallelism.size(kind) > 1:
+            for ranks in job.parallelism.groups(kind):
+                hosts = [job.hosts[r] for r in ranks]
+                out += [(hosts[i], hosts[(i + 1) % len(hosts)]) for i in range(len(hosts))]
+    return out
+
+
+def measure(plan, seen):
+    """One scheme's runs in one trial: with ECMP each job alone first, then every scheme all the
+    jobs together; rows per job and run, with the model's iteration beside each."""
+    def one(emu, form, draw, trial, folder):
+        draws = [Draw((plan.seed + trial) * 64 + k) for k in range(len(plan.jobs))]
+        jobs = [replace(job, dscp=HIGH_DSCP) if form.priority and k == plan.order[0] else job
+                for k, job in enumerate(plan.jobs)]
+        if form.label == "ecmp":
+            for k, job in enumerate(jobs):
+                (row,) = emu.jobs([job], iters=plan.iters, draws=[draws[k]])
+                model = job_model(plan.topo, job, emu.routing, draws[k], plan.mtu)[0]
+                yield dict(row, run="alone", job_index=k, model_iteration_s=model and round(compute_s(job) + model, 4))
+        rows = emu.jobs(jobs, iters=plan.iters, draws=draws, capture="together")
+        model = together_model(plan.topo, jobs, emu.routing, draws, plan.mtu,
+                               high={plan.order[0]} if form.priority else ())
+        for k, (row, expected) in enumerate(zip(rows, model)):
+            seen.setdefault(trial, {})[form.label] = rows
+            yield dict(row, run="together", job_index=k, model_iteration_s=expected and round(expected, 4))
+    return one
+
+
+def line(row):
+    model = row.get("model_iteration_s")
+    said = f"model {model * 1e3:8.1f} ms ({row['iteration_s'] / model:.2f})" if model else "model -"
+    return (f"  trial {row['trial']} {row['form']:8s} {row['run']:8s} {row['job']:36s} iteration "
+            f"{row['iteration_s'] * 1e3:8.1f} ms  {said}  #wrong {row['wrong']}  {flag(row)}")
+
+
+def utilisation(rows, jobs, form, trial):
+    """Crux's GPU utilisation of the jobs together: computation over iteration, weighted by GPUs."""
+    mine = {r["job_index"]: r for r in rows if r["form"] == form and r["trial"] == trial and r["run"] == "together"}
+    if len(mine) < len(jobs):
+        return None
+    return sum(len(j.hosts) * compute_s(j) / mine[k]["iteration_s"] for k, j in enumerate(jobs)) / \
+        sum(len(j.hosts) for j in jobs)
+
+
+def comparisons(rows, plan):
+    """Each job's slowdown under each scheme, and each scheme's gain over ECMP (utilisation)."""
+    out = []
+    for k, job in enumerate(plan.jobs):
+        alone = [dict(r, form="alone") for r in rows if r["job_index"] == k and r["run"] == "alone"]
+        for scheme in plan.schemes:
+            together = [r for r in rows if r["job_index"] == k and r["run"] == "together" and r["form"] == scheme]
+            out.append(compare(alone + together, ("alone", scheme), "iteration_s",
+                               f"{job.name} iteration, alone against together ({scheme})", 3))
+    for scheme in plan.schemes[1:]:
+        pairs = [{"trial": t, "form": f, "utilisation": utilisation(rows, plan.jobs, f, t)}
+                 for t in range(plan.trials) for f in ("ecmp", scheme)]
+        out.append(compare(pairs, ("ecmp", scheme), "utilisation", f"GPU utilisation together, {scheme} against ecmp",
+                           3))
+    return out
+
+
+def shared_lines(seen, plan):
+    """The links the jobs shared in trial 0's run together under each scheme, busiest first."""
+    lines = []
+    for scheme, rows in seen.get(0, {}).items():
+        links = {}
+        for k, row in enumerate(rows):
+            for link, size in row.get("link_bytes", {}).items():
+                links.setdefault(link, {})[k] = size
+        shared = sorted(((link, by) for link, by in links.items() if len(by) > 1),
+                        key=lambda item: -sum(item[1].values()))
+        said = "; ".join(f"{link} " + "/".join(f"{by.get(k, 0) / 1e6:.1f}" for k in range(len(plan.jobs)))
+                         for link, by in shared[:4])
+        lines.append(f"  {scheme}: {len(shared)} of {len(links)} switch-to-switch links carried two jobs or more"
+                     + (f" (MB per job, busiest: {said})" if shared else ""))
+    return lines
+
+
+def run(plan, experiment):
+    results, started = experiment.results, time.monotonic()
+    print(f"# {NAME}: {plan.topo.describe()}; {len(plan.jobs)} jobs, {plan.trials} paired trials from seed "
+          f"{plan.seed}, {plan.iters} iterations per run; schemes {', '.join(plan.schemes)} (priority "
+          f"{plan.priority})")
+    for k, job in enumerate(plan.jobs):
+        print(f"#   {job.name}: {job.parallelism.describe()}, hosts {', '.join(job.hosts[:4])}"
+              f"{' ...' if len(job.hosts) > 4 else ''}; GPU intensity {plan.intensity[k]:.2f}"
+              f"{' (highest: priority and first choice of paths)' if k == plan.order[0] else ''}")
+    about = {"scenario": NAME, "seed": plan.seed, "rows": [], "jobs": [job.name for job in plan.jobs],
+             "order": plan.order, "intensity": plan.intensity}
+    seen = {}
+
+    def keep(row):
+        about["rows"].append(row)
+        results.append("multi_job.csv", {k: v for k, v in row.items() if k not in ("times", "starts", "link_bytes")})
+        print(line(row), flush=True)
+
+    with results.outcome("multi_job.json", about):
+        rows, checks = run_trials(experiment, forms(plan), trials=plan.trials, seed=plan.seed,
+                                  measure=measure(plan, seen), mtu=plan.mtu, on_row=keep)
+        compared = comparisons(rows, plan)
+        about["summary"] = [c.to_dict() for c in compared]
+        about["wrong"] = sum(r["wrong"] for r in rows)
+        about["emulator"] = describe_all(rows, lambda r: f"trial {r['trial']} {r['form']} {r['run']} {r['job']}")
+        about["seconds"] = round(time.monotonic() - started, 1)
+    print("\nsummary (paired over trials; mean [95% interval]):")
+    for c in compared:
+        print(f"  {c.line()}")
+        results.append("multi_job_summary.csv", {"figure": c.name, **c.row(c.labels)})
+    print(f"  Crux: {CRUX['slowdown']}; {CRUX['utilisation']}")
+    model = [r["iteration_s"] / r["model_iteration_s"] for r in rows if r.get("model_iteration_s")]
+    if model:
+        print(f"measured against the flow model: iteration over the model's, median {statistics.median(model):.2f} "
+              f"(range {min(model):.2f}-{max(model):.2f}, {len(model)} runs; together, the model's is the bound of "
+              "the jobs' collectives overlapping fully)")
+    print("links the jobs shared (trial 0, switch-to-switch, captured):")
+    print("\n".join(shared_lines(seen, plan)))
+    passed = ", ".join(f"{label} {'PASS' if c.passed else 'FAIL'}" for label, c in checks.items())
+    print(f"  #wrong over every iteration: {about['wrong']}\n  {about['emulator']}\n  fabric check: {passed}")
+    timeline = [dict(r, series=f"{r['form']} {r['run']} job{r['job_index']}") for r in rows if r["trial"] == 0]
+    results.figure("iterations.png", figures.job_iterations, timeline, fabric=plan.topo.name)
+    print(results.listing())
+    return 0 if about["wrong"] == 0 else 1

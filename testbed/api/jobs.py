@@ -1,0 +1,320 @@
+"""Training jobs on a running fabric, one or several at once: each a workload (a SimAI workload file,
+or a synthetic data-parallel job) whose ranks are placed on hosts, replayed iteration by iteration
+with every collective in the group its phase names (``collectives.parallelism``).
+
+A group whose ranks all sit in one server (a tensor-parallel group, placed on one server's
+accelerators) does not cross the fabric: it runs over the server's scale-up domain (NVLink), whose
+time is modelled, not emulated: its bytes over the scale-up rate with the collective's bus factor
+(nccl-tests' busbw at the NVLink rate). Emulating it would offer the software switch NVLink's rate
+scaled as the fabric is, many times every NIC's together, which this machine cannot carry
+faithfully. Every other group's collective runs for real between the hosts, checked against numpy
+(#wrong), all groups of a phase at once; the pipeline stages pass their activations point to point
+(a send/recv between neighbouring stages, ``Workload.pipeline_bytes`` per iteration) after the
+forward pass. Each job runs in a thread of its own; jobs started together share the fabric.
+
+Rank r listens on PORT + STRIDE x (its communicator's number among all the jobs'), so a host can be
+a rank of several groups and of several jobs.
+"""
+import contextlib
+import threading
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from testbed.api.together import PORT, STRIDE
+from testbed.collectives.connections import rank_connections, source_ports
+from testbed.collectives.coordinator import AllreduceError, Coordinator, emulation_launcher
+from testbed.collectives.data import COLLECTIVES, ELEMENT_BYTES
+from testbed.collectives.parallelism import KINDS, group_kind
+from testbed.collectives.schedules import (
+    HalvingDoubling,
+    PairwiseAlltoall,
+    PipelinedRingBroadcast,
+    RecursiveDoubling,
+    RecursiveHalving,
+    Ring,
+    RingAllgather,
+    RingReduceScatter,
+    SendRecv,
+    XorAlltoall,
+)
+from testbed.collectives.workload import scaled_count
+from testbed.emulation.cpu import CpuMonitor
+from testbed.errors import TestbedError
+from testbed.probes.collisions import LinkCapture
+from testbed.probes.loads import connection_paths
+
+FAMILIES = {"ring": {"allreduce": Ring, "allgather": RingAllgather, "reducescatter": RingReduceScatter,
+                     "alltoall": PairwiseAlltoall, "broadcast": PipelinedRingBroadcast, "sendrecv": SendRecv},
+            "hd": {"allreduce": HalvingDoubling, "allgather": RecursiveDoubling, "reducescatter": RecursiveHalving,
+                   "alltoall": XorAlltoall, "broadcast": PipelinedRingBroadcast, "sendrecv": SendRecv}}
+NVLINK_GBIT = 3600        # H100's NVLink: 18 links of 25 GB/s each way
+
+
+@dataclass(frozen=True)
+class Job:
+    """A training job: `workload` (collectives.workload.Workload), its groups (`parallelism`), the
+    host of each rank, sizes here over as written (`scale`), the scale-up domain's rate each way
+    (Gbit/s, as real: its time is modelled), the algorithm family of its fabric collectives
+    ('ring' or 'hd'), the DS field its packets carry (None: the default class)."""
+    name: str
+    workload: object
+    parallelism: object
+    hosts: tuple
+    scale: float = 1.0
+    scaleup_gbit: float = NVLINK_GBIT
+    family: str = "ring"
+    dscp: int | None = None
+    streams: int = 1
+    port: int | None = None   # its groups listen from this port on (None: after the other jobs' groups)
+
+    def phases(self):
+        """[(phase label, compute seconds before it, collective, group kind, bytes as written)] of one
+        iteration, the pipeline's exchange after the forward pass, and the compute after the last."""
+        out, pending, forward_done = [], 0.0, False
+        for layer, name, phase in self.workload.sequence():
+            if name != "forward" and not forward_done:
+                forward_done = True
+                if self.parallelism.pp > 1 and self.workload.pipeline_bytes():
+                    out.append(("pipeline", pending, "sendrecv", "PP", self.workload.pipeline_bytes()))
+                    pending = 0.0
+            pending += phase.compute_ns / 1e9
+            if phase.collective and phase.size:
+                kind = group_kind(name, phase.group)
+                if self.parallelism.size(kind) > 1:
+                    out.append((f"{layer} {name}", pending, phase.collective, kind, phase.size))
+                    pending = 0.0
+        tail = pending + sum(layer.update_ns for layer in self.workload.layers) / 1e9
+        return out, tail
+
+    def check(self, topo):
+        """Refuse, in one line, a job its fabric or its family cannot run."""
+        missing = [h for h in self.hosts if h not in topo.hosts]
+        if missing:
+            raise TestbedError(f"job {self.name}: no host {missing[0]} in {topo.name}")
+        if len(self.hosts) != self.parallelism.gpus:
+            raise TestbedError(f"job {self.name}: {len(self.hosts)} hosts for {self.parallelism.gpus} ranks")
+        if self.family not in FAMILIES:
+            raise TestbedError(f"job {self.name}: family {self.family!r}: use one of {', '.join(FAMILIES)}")
+        phases, _ = self.phases()
+        if not phases:
+            raise TestbedError(f"job {self.name}: no collective of {self.workload.path} runs in a group of 2 or more "
+                               f"ranks at {self.parallelism.gpus} GPUs ({self.parallelism.describe()}): nothing to "
+                               "replay between ranks")
+        for label, _, collective, kind, size in phases:
+            if collective not in FAMILIES[self.family]:
+                raise TestbedError(f"job {self.name}: {label}: {collective} has no algorithm here")
+            schedule = FAMILIES[self.family][collective]()
+            count = scaled_count(size, self.scale, self.parallelism.size(kind))
+            try:
+                schedule.check_count(self.parallelism.size(kind), count)
+            except TestbedError as e:
+                raise TestbedError(f"job {self.name}: {label} in its {kind} groups: {e}") from None
+
+
+def server_of(topo, host):
+    return topo.hosts[host].server
+
+
+def scaleup_seconds(collective, ranks, size_bytes, gbit):
+    """The modelled time of a collective inside one server: its bus bytes over the NVLink rate."""
+    return size_bytes * COLLECTIVES[collective].busbw_factor(ranks) / (gbit * 1e9 / 8)
+
+
+def bus_bytes(collective, ranks, size_bytes):
+    """Bytes a collective's ranks put on their links together, as nccl-tests' bus bandwidth counts."""
+    return size_bytes * COLLECTIVES[collective].busbw_factor(ranks) * ranks
+
+
+@dataclass
+class Group:
+    """One group of a job: its ranks' hosts, whether it stays inside a server, and its coordinator."""
+    kind: str
+    index: int
+    hosts: list
+    inside: bool
+    schedules: list = field(default_factory=list)     # [collective] in the order the coordinator has them
+    coordinator: object = None
+    connections: dict = None                          # {rank: {peer: [Connection]}}
+
+
+class JobRun:
+    """A job's rank processes on a running fabric (``emulation`` Emulation), one coordinator per
+    group that crosses the fabric, kept for every iteration. ports: an iterator of free port
+    bases, shared by the jobs of one run."""
+
+    def __init__(self, emu, job, ports, draw=None, timeout=30.0):
+        self.emu, self.job, self.ports, self.draw, self.timeout = emu, job, ports, draw, timeout
+        self.phases, self.tail = job.phases()
+        self.groups = {}
+
+    def __enter__(self):
+        topo, job = self.emu.topo, self.job
+        used = {}
+        for _, _, collective, kind, _ in self.phases:
+            used.setdefault(kind, dict.fromkeys([]))[collective] = None
+        with contextlib.ExitStack() as stack:
+            for kind, collectives in used.items():
+                for index, ranks in enumerate(job.parallelism.groups(kind)):
+                    hosts = [job.hosts[r] for r in ranks]
+                    group = Group(kind, index, hosts, len({server_of(topo, h) for h in hosts}) == 1,
+                                  list(collectives))
+                    if not group.inside:
+                        group.coordinator = stack.enter_context(self._coordinator(group))
+                    self.groups.setdefault(kind, []).append(group)
+            self._stack = stack.pop_all()
+        return self
+
+    def _coordinator(self, group):
+        schedules = [FAMILIES[self.job.family][c]() for c in group.schedules]
+        addresses, launch = emulation_launcher(self.emu, group.hosts, next(self.ports))
+        conns = rank_connections(schedules, group.hosts, [p for _, p in addresses], self.job.streams, self.draw)
+        group.connections = conns
+        return Coordinator(schedules, addresses, launch, timeout=self.timeout, streams=self.job.streams,
+                           pacing=self.emu.topo.bytes_per_s, label=f"{self.job.name} {group.kind}{group.index}",
+                           dscp=self.job.dscp, source_ports=source_ports(conns) if self.draw else None)
+
+    def __exit__(self, *exc):
+        return self._stack.__exit__(*exc)
+
+    def connections(self):
+        """Every connection the job's fabric groups opened."""
+        return [c for groups in self.groups.values() for g in groups if g.connections
+                for peers in g.connections.values() for conns in peers.values() for c in conns]
+
+    def iteration(self, number):
+        """One iteration: {"start", "end", "seconds", "comm_s": {kind}, "fabric_bytes": {kind},
+        "scaleup_bytes": {kind}, "wrong"}."""
+        job, comm = self.job, dict.fromkeys(KINDS, 0.0)
+        fabric, inside, wrong = dict.fromkeys(KINDS, 0), dict.fromkeys(KINDS, 0), 0
+        start = time.monotonic()
+        for _, pending, collective, kind, size in self.phases:
+            ranks = job.parallelism.size(kind)
+            count = scaled_count(size, job.scale, ranks)
+            groups = self.groups[kind]
+            crossing = [g for g in groups if not g.inside]
+            began = time.monotonic()
+            if crossing:
+                wrong += sum(r["wrong"] for r in self._together(crossing, collective, count, number, pending))
+                fabric[kind] += bus_bytes(collective, ranks, count * ELEMENT_BYTES) * len(crossing)
+            if len(crossing) < len(groups):
+                modelled = pending + scaleup_seconds(collective, ranks, size, job.scaleup_gbit)
+                time.sleep(max(0.0, began + modelled - time.monotonic()))
+                inside[kind] += bus_bytes(collective, ranks, count * ELEMENT_BYTES) * (len(groups) - len(crossing))
+            comm[kind] += max(0.0, time.monotonic() - began - pending)
+        time.sleep(self.tail)
+        end = time.monotonic()
+        return {"start": start, "end": end, "seconds": end - start, "comm_s": comm, "fabric_bytes": fabric,
+                "scaleup_bytes": inside, "wrong": wrong}
+
+    def _together(self, groups, collective, count, number, pending):
+        results, errors = [None] * len(groups), []
+
+        def one(k, group):
+            try:
+                results[k] = group.coordinator.iterate(count, number, 120 + pending, compute_s=pending,
+                                                       schedule=group.schedules.index(collective))
+            except AllreduceError as e:
+                errors.append(str(e))
+
+        threads = [threading.Thread(target=one, args=(k, g), daemon=True) for k, g in enumerate(groups)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        if errors:
+            raise AllreduceError(errors[0])
+        return results
+
+
+def port_bases(base=PORT):
+    """base, base + STRIDE, ...: a listening port base for each communicator of a run (a job with a
+    port of its own listens on the same ports whether it runs alone or beside others: the same
+    5-tuples, so the same paths under ECMP)."""
+    while True:
+        yield base
+        base += STRIDE
+
+
+def run_jobs(emu, jobs, iterations, warmup=1, draws=None, folder=None):
+    """The jobs at once, each `iterations` timed iterations after `warmup`, started together, every
+    job going on until all are through theirs (so that no job's timed iterations run alone); per job
+    its iterations (start and end on the monotonic clock every namespace shares) and a summary row:
+    the mean iteration, per group kind its communication time and share of the iteration, bytes on
+    the fabric and inside servers, #wrong, and the CPU verdict over the run. draws: a hash draw per
+    job (its connections' source ports) or None; folder: capture every link during the timed
+    iterations there, and give each job the bytes it sent over each switch-to-switch link."""
+    shared, draws = port_bases(), draws or [None] * len(jobs)
+    with contextlib.ExitStack() as stack:
+        runs = [stack.enter_context(JobRun(emu, job, shared if job.port is None else port_bases(job.port), draw))
+                for job, draw in zip(jobs, draws)]
+        go = threading.Barrier(len(runs))
+        done, errors, finished = [[] for _ in runs], [], [threading.Event() for _ in runs]
+
+        def one(k, run):
+            # A job that is through its iterations goes on (untimed) until every job is: the timed
+            # iterations of a job held back (a lower priority) then meet the others' traffic.
+            try:
+                go.wait()
+                i = 0
+                while not (finished[k].is_set() and all(f.is_set() for f in finished)) and not errors:
+                    it = run.iteration(i)
+                    if warmup <= i < warmup + iterations:
+                        done[k].append(it)
+                    if i + 1 >= warmup + iterations:
+                        finished[k].set()
+                    i += 1
+            except (AllreduceError, threading.BrokenBarrierError) as e:
+                errors.append(str(e))
+                go.abort()
+                for f in finished:
+                    f.set()
+
+        watch = LinkCapture(emu, folder) if folder is not None else contextlib.nullcontext()
+        with CpuMonitor() as cpu, watch as capture:
+            threads = [threading.Thread(target=one, args=(k, r), daemon=True) for k, r in enumerate(runs)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+        if errors:
+            raise AllreduceError(errors[0])
+        rows = [summary(job, its, cpu.result()) for job, its in zip(jobs, done)]
+        if capture is not None:
+            paths = connection_paths(capture.packets)
+            ip = {h.name: h.ports[0].ip for h in emu.topo.hosts.values()}
+            for row, run in zip(rows, runs):
+                row["link_bytes"] = link_bytes(emu.topo, run.connections(), paths, ip)
+    return rows
+
+
+def link_bytes(topo, connections, paths, ip):
+    """{"a:port->b": bytes} a job's connections sent over each switch-to-switch link (captured)."""
+    out = {}
+    for c in connections:
+        ways = [(ip[c.src], c.sport, ip[c.dst], c.dport), (ip[c.dst], c.dport, ip[c.src], c.sport)]   # data either way
+        for (node, port), size in [item for way in ways for item in paths.get(way, {}).items()]:
+            if node in topo.switches:
+                link = topo.link_at(node, port)
+                other = link.b if link.a == node else link.a
+                if other in topo.switches:
+                    name = f"{topo.label(node)}:{port}->{topo.label(other)}"
+                    out[name] = out.get(name, 0) + size
+    return out
+
+
+def summary(job, iterations, cpu):
+    mean = float(np.mean([it["seconds"] for it in iterations]))
+    row = {"job": job.name, "ranks": len(job.hosts), "groups": job.parallelism.describe(),
+           "iteration_s": round(mean, 4), "times": [round(it["seconds"], 4) for it in iterations],
+           "starts": [round(it["start"], 4) for it in iterations],
+           "wrong": sum(it["wrong"] for it in iterations), **cpu}
+    for kind in KINDS:
+        comm = float(np.mean([it["comm_s"][kind] for it in iterations]))
+        if comm or any(it["fabric_bytes"][kind] or it["scaleup_bytes"][kind] for it in iterations):
+            row[f"{kind}_s"] = round(comm, 4)
+            row[f"{kind}_share"] = round(comm / mean, 3)
+            row[f"{kind}_fabric_bytes"] = iterations[0]["fabric_bytes"][kind]
+            row[f"{kind}_scaleup_bytes"] = iterations[0]["scaleup_bytes"][kind]
+    return row

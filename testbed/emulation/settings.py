@@ -1,0 +1,41 @@
+"""How a run emulates its fabrics, chosen once (``run_scenario.py``'s options, or ``testbed.emulate``'s
+arguments) and passed as a value to every emulation of the run: no module keeps it, so two
+emulations in one process can differ.
+
+- slots: split every fabric into this many slots, an ovs-vswitchd each (emulation.slots);
+- cpu_placement: auto, pinned or none (emulation.cores);
+- machines: a machines file's machines (machines.inventory) that run the slots, with the run's
+  Dask engine and what the machines' preflight measured per (fabric, MTU), or None: this machine;
+- results: the run's folder, where its emulations write unless told otherwise.
+"""
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from testbed.emulation import cores
+from testbed.errors import TestbedError
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    slots: int = 1
+    cpu_placement: str = "auto"
+    machines: object = None          # machines.inventory.Machines
+    engine: object = None            # machines.engine.Engine, started for the run
+    checked: dict = field(default_factory=dict)
+    results: Path | None = None
+
+    def __post_init__(self):
+        if not isinstance(self.slots, int) or isinstance(self.slots, bool) or self.slots < 1:
+            raise TestbedError(f"--slots must be 1 or more (got {self.slots!r}): 1 is one ovs-vswitchd for the fabric")
+        if self.cpu_placement not in cores.MODES:
+            raise TestbedError(f"--cpu-placement must be one of {', '.join(cores.MODES)} "
+                               f"(got {self.cpu_placement!r})")
+        if self.machines is not None:
+            if self.slots > 1:
+                raise TestbedError("the machines file gives each machine its slots: drop --slots")
+            if self.cpu_placement == "pinned":
+                raise TestbedError("--cpu-placement pinned pins one ovs-vswitchd: with --machines use none")
+
+    def placement(self):
+        """The CPU placement a split or spread fabric can have: only an unsplit one is pinned."""
+        return "none" if self.slots > 1 or self.machines is not None else self.cpu_placement

@@ -1,0 +1,76 @@
+"""Paired trials over hash draws: each trial draws fresh 5-tuples (``routing.hashing.Draw`` from
+seed + trial) and measures every form of the experiment on them, each on a freshly built fabric,
+in alternating order so that a drift of the machine falls on every form alike; each figure is then
+compared between two forms trial by trial (``report.paired``), and measured against the flow
+model per trial."""
+import statistics
+import time
+from dataclasses import dataclass
+
+from testbed.report.paired import Comparison, trial_order
+from testbed.routing.hashing import Draw
+
+
+@dataclass(frozen=True)
+class Form:
+    """One form an experiment compares: its label, fabric and routing (with the planned mode's
+    flows), and its switch ports' traffic classes (None: one FIFO)."""
+    label: str
+    topo: object
+    routing: str = "ecmp"
+    hash: str = "same"
+    priority: str | None = None
+    flows: tuple = ()
+
+
+def run_trials(experiment, forms, *, trials, seed, measure, mtu, bond="hash", check=True, on_row=print):
+    """measure(emu, form, draw, trial, folder) -> rows of one form in one trial; every row gets
+    trial, seed and form (its label). The fabric check runs once per form, on its first fabric.
+    on_row(row) sees each row as it comes. Returns (rows, {form label: FabricCheck})."""
+    rows, checks, started = [], {}, time.monotonic()
+    for trial in range(trials):
+        for form in trial_order(forms, trial):
+            folder = experiment.results.path / f"trial{trial}" / form.label.replace(" ", "_")
+            with experiment.emulate(form.topo, form.routing, hash=form.hash, folder=folder, mtu=mtu,
+                                    priority=form.priority, flows=form.flows) as emu:
+                if check and form.label not in checks:
+                    checks[form.label] = emu.check()
+                    print("\n".join(checks[form.label].lines))
+                for row in measure(emu, form, Draw(seed + trial, bond), trial, folder):
+                    row = dict(row, trial=trial, seed=seed + trial, form=form.label)
+                    rows.append(row)
+                    on_row(row)
+        print(f"  ... {trial + 1} of {trials} trials in {time.monotonic() - started:.0f} s", flush=True)
+    return rows, checks
+
+
+def compare(rows, labels, key, name, digits=2, by="ratio", where=lambda row: True):
+    """The figure `key` of form labels[0] against labels[1], paired by trial over every trial the
+    rows hold (a form missing from a trial: None, which the comparison names)."""
+    trials = sorted({r["trial"] for r in rows if where(r)})
+    value = {(r["trial"], r["form"]): r.get(key) for r in rows if where(r)}
+    return Comparison(name, tuple(labels), [(value.get((t, labels[0])), value.get((t, labels[1]))) for t in trials],
+                      digits, by=by)
+
+
+def model_lines(rows, labels, name=lambda row: ""):
+    """Measured over model per form (and per name(row), e.g. a workload): the median and range over
+    trials and what it says, then how many connections took the path hashing gives them."""
+    lines = []
+    for group in dict.fromkeys(name(r) for r in rows):
+        for label in labels:
+            ratios = sorted(r["measured_over_model"] for r in rows if name(r) == group and r["form"] == label
+                            and r.get("measured_over_model") is not None)
+            if not ratios:
+                continue
+            median = statistics.median(ratios)
+            verdict = ("follows from the placement (within 10%)" if abs(median - 1) <= 0.10 else
+                       "below the model: TCP shares a bottleneck less fairly than max-min, or the emulator "
+                       "was short (see the verdict)" if median < 1 else "above the model: check the capture")
+            lines.append(f"  {(group + ' ') if group else ''}{label}: measured/model median {median:.2f} "
+                         f"(range {ratios[0]:.2f}-{ratios[-1]:.2f}, {len(ratios)} trials): {verdict}")
+    placed = sum(r.get("as_placed", 0) for r in rows)
+    total = sum(r.get("connections", 0) for r in rows if "as_placed" in r)
+    if total:
+        lines.append(f"  paths as the model hashes them: {placed} of {total} connections over every trial")
+    return lines
