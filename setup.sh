@@ -93,7 +93,7 @@ fi
 # machine (a new kernel, Open vSwitch or core count makes it stale). Without it runs still work, on
 # conservative figures.
 if [ "${1:-}" != machine ] && \
-    ! .venv/bin/python -c 'import sys; from testbed.fidelity import calibration; sys.exit(calibration.load()[0] is None)'; then
+    ! .venv/bin/python -c 'import sys; from testbed.emulation import capacity; sys.exit(capacity.load()[0] is None)'; then
   echo "== measuring what this machine forwards faithfully (run_scenario.py --calibrate default, once, about a minute)"
   .venv/bin/python run_scenario.py --calibrate default \
     || echo "note: the calibration failed; runs use conservative figures until 'run_scenario.py --calibrate' succeeds" >&2

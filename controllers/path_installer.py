@@ -17,15 +17,28 @@ what changed: on HPN7 a ToR that loses a NIC stops sending to it and every other
 the NIC's other ToR, as the /32 withdrawal of HPN's ToRs does in BGP. A port that comes back up is
 planned back in. Each reaction is logged with the wall time the port status arrived and how long the
 new rules took to compute and send.
+
+Under ``planned`` routing without flows given, the app learns the long flows itself, as C4P does:
+it reads every switch's per-pair rule counters every LEARN_POLL_S seconds, takes the host pairs
+that sent at LONG_FLOW_SHARE of the link rate or more on average over the last LEARN_READINGS
+readings as long flows, busiest first, and places them on paths apart (``routing.plan``'s planned
+mode) whenever new ones appear; a flow once placed keeps its place. (A collective's pairs send in bursts, a step at a time: over a
+window of a few iterations, the pairs that carry its large steps stand out.)
+
+An operator (or a fault detector) can drain links: the app watches the ``--drain`` file, a JSON
+list of links as [switch, port, node, port], and routes around the links it names, up or not,
+until they leave the list, as C4P moves flows off a link it finds slow.
 """
 import json
 import struct
 import time
+from pathlib import Path
 
 from os_ken import cfg
 from os_ken.base import app_manager
 from os_ken.controller import ofp_event
 from os_ken.controller.handler import CONFIG_DISPATCHER, MAIN_DISPATCHER, set_ev_cls
+from os_ken.lib import hub
 from os_ken.ofproto import ether, ofproto_v1_5
 
 from testbed import routing
@@ -34,7 +47,10 @@ from testbed.topology import from_spec
 cfg.CONF.register_cli_opts([
     cfg.StrOpt("routing", help="the routing plan (JSON) with rules per datapath id"),
     cfg.StrOpt("topology", help="the fabric (JSON, as the testbed writes it), to route around failures"),
+    cfg.StrOpt("drain", help="a JSON file of links to route around (read again whenever it changes)"),
 ])
+DRAIN_POLL_S = 0.2
+LEARN_POLL_S, LEARN_READINGS, LONG_FLOW_SHARE = 0.5, 4, 0.1
 
 ROUTE_PRIORITY = 100
 NTR_VENDOR_ID, NTRT_SELECTION_METHOD = 0x0000154D, 1   # Open vSwitch's group selection-method property
@@ -51,13 +67,21 @@ class PathInstaller(app_manager.OSKenApp):
         self.mode, self.hash, self.flows = plan["mode"], plan.get("hash", "same"), plan.get("flows", [])
         self.rules = self.by_match(plan["rules"])
         self.seeds = {int(dpid): seed for dpid, seed in plan.get("seeds", {}).items()}
-        self.topo, self.down = None, set()
+        self.topo, self.down, self.drained, self.ports_down = None, set(), set(), set()
         if cfg.CONF.topology:
             with open(cfg.CONF.topology) as f:
                 fabric = json.load(f)
             self.topo = from_spec(fabric["spec"], rate=fabric["rate_mbit"], queue=fabric["queue_packets"])
             self.names = {s.dpid: s.name for s in self.topo.switches.values()}
         self.datapaths, self.groups = {}, {}       # dpid -> datapath; dpid -> {out ports: group id}
+        self.learning = self.mode == "planned" and not self.flows and self.topo is not None
+        self.bytes, self.rates, self.counted = {}, [], {}   # learning: pair -> bytes; the last two readings
+        if self.learning:
+            self.host_of = {nic.ip: nic.host for nic in self.topo.nic_ports()}
+            hub.spawn(self.learn_long_flows)
+        if cfg.CONF.drain and self.topo is not None:
+            self._drain_file, self._drain_seen = Path(cfg.CONF.drain), ""
+            hub.spawn(self.watch_drain)
 
     @staticmethod
     def by_match(rules):
@@ -84,9 +108,13 @@ class PathInstaller(app_manager.OSKenApp):
             return
         switch = self.names[msg.datapath.id]
         link = self.topo.link_at(switch, desc.port_no)
-        down = (msg.reason == ofproto.OFPPR_DELETE or desc.config & ofproto.OFPPC_PORT_DOWN
-                or desc.state & ofproto.OFPPS_LINK_DOWN)
-        if link is None or bool(down) == (link in self.down):
+        port_down = (msg.reason == ofproto.OFPPR_DELETE or desc.config & ofproto.OFPPC_PORT_DOWN
+                     or desc.state & ofproto.OFPPS_LINK_DOWN)
+        (self.ports_down.add if port_down else self.ports_down.discard)((switch, desc.port_no))
+        # a link is down while either of its switch ends is: the two ends' reports may come in
+        # either order, and one end's report of a change may come after the other's of the next
+        down = link is not None and any(end in self.ports_down for end in link.ends())
+        if link is None or down == (link in self.down):
             return
         (self.down.add if down else self.down.discard)(link)
         changed = self.replan()
@@ -94,10 +122,75 @@ class PathInstaller(app_manager.OSKenApp):
                          switch, desc.port_no, "down" if down else "up", received, len(self.down),
                          sum(changed.values()), len(changed), 1000 * (time.monotonic() - started))
 
+    def watch_drain(self):
+        while True:
+            hub.sleep(DRAIN_POLL_S)
+            try:
+                text = self._drain_file.read_text()
+            except OSError:
+                continue
+            if text != self._drain_seen:
+                self._drain_seen = text
+                self.drain(json.loads(text or "[]"))
+
+    def drain(self, ends):
+        """Route around the links at `ends` ([[switch, port], ...]) and no others."""
+        started = time.monotonic()
+        links = {self.topo.link_at(switch, port) for switch, port, *_ in ends}
+        self.drained = {link for link in links if link is not None}
+        changed = self.replan()
+        self.logger.info("drain: %d links drained; %d rules changed on %d switches in %.1f ms", len(self.drained),
+                         sum(changed.values()), len(changed), 1000 * (time.monotonic() - started))
+
+    def learn_long_flows(self):
+        while True:
+            hub.sleep(LEARN_POLL_S)
+            reading, self.counted = self.counted, {}
+            for datapath in list(self.datapaths.values()):
+                datapath.send_msg(datapath.ofproto_parser.OFPFlowDescStatsRequest(datapath))
+            self.learn(reading, LEARN_POLL_S)
+
+    def learn(self, reading, seconds):
+        """One reading of the per-pair byte counts, `seconds` after the last: the pairs that sent at
+        LONG_FLOW_SHARE of the link rate or more on average over the last LEARN_READINGS readings
+        are the long flows, busiest first; new ones are placed after those placed before
+        (``routing.plan``, planned mode)."""
+        sent = {}
+        for pair, count in reading.items():
+            before = self.bytes.get(pair, 0)
+            sent[pair] = count - before if count >= before else count     # a reinstalled rule restarts
+            self.bytes[pair] = count
+        self.rates = (self.rates + [(sent, seconds)])[-LEARN_READINGS:]
+        if len(self.rates) < LEARN_READINGS:
+            return
+        span = sum(s for _, s in self.rates)
+        rates = {pair: sum(r.get(pair, 0) for r, _ in self.rates) / span for pair in {p for r, _ in self.rates for p in r}}
+        floor = LONG_FLOW_SHARE * self.topo.bytes_per_s
+        long = [pair for pair, rate in sorted(rates.items(), key=lambda item: (-item[1], item[0])) if rate >= floor]
+        new = [[self.host_of[src], self.host_of[dst]] for src, dst in long
+               if src in self.host_of and dst in self.host_of and [self.host_of[src], self.host_of[dst]] not in self.flows]
+        if new:      # a flow once placed keeps its place: paths that move with every reading disturb more than they win
+            started, self.flows = time.monotonic(), self.flows + new
+            flows = self.flows
+            changed = self.replan()
+            self.logger.info("learned %d long flows (%s); %d rules changed on %d switches in %.1f ms", len(flows),
+                             " ".join(f"{a}>{b}" for a, b in flows[:8]), sum(changed.values()), len(changed),
+                             1000 * (time.monotonic() - started))
+
+    @set_ev_cls(ofp_event.EventOFPFlowDescStatsReply, MAIN_DISPATCHER)
+    def flow_stats_reply_handler(self, ev):
+        """A switch's per-pair byte counts; a pair's largest over the switches is its bytes."""
+        if not self.learning:
+            return
+        for stat in ev.msg.body:
+            src, dst = stat.match.get("ipv4_src"), stat.match.get("ipv4_dst")
+            if stat.priority == ROUTE_PRIORITY and src and dst:
+                self.counted[src, dst] = max(self.counted.get((src, dst), 0), stat.stats["byte_count"])
+
     def replan(self):
         """Plan the routes without the links that are down and install what differs; returns
         {dpid: rules changed}."""
-        plan = routing.plan(self.topo.without(self.down), self.mode, self.hash, self.flows)
+        plan = routing.plan(self.topo.without(self.down | self.drained), self.mode, self.hash, self.flows)
         wanted, changed = self.by_match(plan.to_dict()["rules"]), {}
         for dpid, datapath in self.datapaths.items():
             old, new = self.rules.get(dpid, {}), wanted.get(dpid, {})

@@ -5,10 +5,12 @@ from scenarios import (
     dual_tor_failover,
     ecmp_collisions,
     fabric_check,
+    fault_localisation,
     hpn7_at_scale,
     hpn7_planes,
     hpn7_rails,
     incast,
+    load_balancing,
     multi_job,
     server_nics,
     training_scaling,
@@ -16,5 +18,5 @@ from scenarios import (
 
 SCENARIOS = {m.NAME: m for m in (bigraph_allreduce, collectives, fabric_check, ecmp_collisions, incast, hpn7_planes,
                                  hpn7_rails, hpn7_at_scale, dual_tor_failover, server_nics, training_scaling,
-                                 multi_job)}
+                                 multi_job, fault_localisation, load_balancing)}
 DEFAULT = bigraph_allreduce.NAME

@@ -45,6 +45,7 @@ from testbed.fidelity import predict
 from testbed.fidelity.verdict import describe_all, flag
 from testbed.report import figures
 from testbed.routing.hashing import Draw, Placer
+from testbed.topology import HPN7, hpn7
 
 NAME = "multi_job"
 HELP = "two or more training jobs on one fabric: each one's slowdown, and priorities and job-aware paths against ECMP"
@@ -73,6 +74,9 @@ def add_arguments(parser):
     parser.add_argument("--seed", type=int, default=None, help="the first trial's draws (default: a new one)")
     parser.add_argument("--workload-gbit", type=float, default=400.0,
                         help="the link rate a workload file was made for, Gbit/s (default %(default)s)")
+    parser.add_argument("--model-draws", type=int, default=10,
+                        help="hash draws of the flow model's comparison on one HPN 7.0 segment (default "
+                             "%(default)s)")
     parser.add_argument("--scaleup-gbit", type=float, default=NVLINK_GBIT,
                         help="a server's scale-up domain each way, Gbit/s (default %(default)s)")
 
@@ -89,6 +93,7 @@ class Plan:
     trials: int
     iters: int
     seed: int
+    model_draws: int = 10
 
     @property
     def fabrics(self):
@@ -148,7 +153,7 @@ def prepare(args):
     order = sorted(range(len(jobs)), key=lambda k: -intensity[k])
     return Plan(topo, args.mtu, jobs, order, intensity, schemes, args.priority,
                 at_least(args.trials, 2, "--trials", " (an interval needs two)"), at_least(args.iters, 1, "--iters"),
-                seed)
+                seed, at_least(args.model_draws, 2, "--model-draws", " (an interval needs two)"))
 
 
 def compute_s(job):
@@ -206,6 +211,66 @@ def together_model(topo, jobs, plan, draws, mtu, high=()):
             first.update(mine)
     comm = predict.collective_times(topo, collectives, paths, mtu, high=first)
     return [compute_s(job) + t for job, t in zip(jobs, comm)]
+
+
+# the flow model's comparison on one segment of HPN 7.0's size: (ranks, gradient bytes, compute s) per
+# job at 400 Gbit/s, a mix of sizes and GPU intensities, spread over the segment's servers
+SCALE_SEGMENT = (1, 128, 8, 60)
+SCALE_GBIT = 400
+SCALE_JOBS = ((256, 8 << 30, 0.8), (256, 8 << 30, 0.2), (128, 4 << 30, 0.4), (128, 4 << 30, 0.1))
+
+
+def scale_model(seed, draws, mtu):
+    """Each scheme on one HPN 7.0 segment by the flow model, over `draws` hash draws: per draw each
+    job's iteration alone (ECMP) and together under ECMP, strict priority for the job of the
+    highest GPU intensity, and paths placed in Crux's order. Returns (rows, jobs, order)."""
+    topo = HPN7(*SCALE_SEGMENT, uplink_ratio=hpn7.uplink_ratio(hpn7.HPN_UPLINK_CAPACITY, SCALE_SEGMENT[1],
+                                                                 SCALE_SEGMENT[3]), rate=SCALE_GBIT * 1000)
+    hosts = place_jobs(topo, [n for n, _, _ in SCALE_JOBS], "spread", seed)
+    jobs = []
+    for k, ((n, size, compute), mine) in enumerate(zip(SCALE_JOBS, hosts)):
+        w = workloads.data_parallel(n, size, compute)
+        jobs.append(Job(f"job{k} allreduce:{n}:{size}:{compute * 1e3:g}", w, w.groups(), tuple(mine), port=7000 + 256 * k))
+    # intensity: computation over the Ring's time at the NICs' rate (both ports of a bonded NIC)
+    ideal = [2 * (len(j.hosts) - 1) / len(j.hosts) * size / (topo.bytes_per_s * 2) for j, (_, size, _) in
+             zip(jobs, SCALE_JOBS)]
+    order = sorted(range(len(jobs)), key=lambda k: -compute_s(jobs[k]) / ideal[k])
+    ecmp = routing.plan(topo, "ecmp")
+    placed = routing.RoutingPlan("planned", {}, routing.place_flows(
+        topo, [pair for k in order for pair in job_pairs(jobs[k])]), "same")
+    rows = []
+    for d in range(draws):
+        drawn = [Draw(seed * 7919 + d * 64 + k) for k in range(len(jobs))]
+        alone = [together_model(topo, [job], ecmp, [draw], mtu)[0] for job, draw in zip(jobs, drawn)]
+        schemes = {"ecmp": together_model(topo, jobs, ecmp, drawn, mtu),
+                   "priority": together_model(topo, jobs, ecmp, drawn, mtu, high={order[0]}),
+                   "paths": together_model(topo, jobs, placed, drawn, mtu)}
+        for k in range(len(jobs)):
+            rows.append({"trial": d, "form": "alone", "run": "alone", "job_index": k, "iteration_s": alone[k]})
+            for scheme, times in schemes.items():
+                rows.append({"trial": d, "form": scheme, "run": "together", "job_index": k, "iteration_s": times[k]})
+    return rows, jobs, order
+
+
+def scale_lines(seed, draws, mtu):
+    started = time.monotonic()
+    rows, jobs, order = scale_model(seed, draws, mtu)
+    lines = [f"flow model on one HPN 7.0 segment ({SCALE_SEGMENT[1]} servers x {SCALE_SEGMENT[2]} rails, "
+             f"{SCALE_SEGMENT[3]} aggregation switches per plane, {SCALE_GBIT} Gbit/s), jobs "
+             + ", ".join(j.name.split(" ", 1)[1] for j in jobs) + f" spread; {draws} draws in "
+             f"{time.monotonic() - started:.0f} s:"]
+    for k, job in enumerate(jobs):
+        alone = [dict(r, form="alone") for r in rows if r["job_index"] == k and r["run"] == "alone"]
+        ecmp = [r for r in rows if r["job_index"] == k and r["form"] == "ecmp"]
+        c = compare(alone + ecmp, ("alone", "ecmp"), "iteration_s", f"job{k} iteration, alone against together", 3)
+        lines.append(f"  {c.line()}")
+    for scheme in ("priority", "paths"):
+        pairs = [{"trial": t, "form": f, "utilisation": utilisation(rows, jobs, f, t)}
+                 for t in range(draws) for f in ("ecmp", scheme)]
+        c = compare(pairs, ("ecmp", scheme), "utilisation", f"GPU utilisation together, {scheme} against ecmp", 3)
+        lines.append(f"  {c.line()}")
+    lines.append(f"  (priority and the first choice of paths: job{order[0]}; model only: no queues, no TCP)")
+    return lines
 
 
 def forms(plan):
@@ -329,6 +394,7 @@ def run(plan, experiment):
         print(f"  {c.line()}")
         results.append("multi_job_summary.csv", {"figure": c.name, **c.row(c.labels)})
     print(f"  Crux: {CRUX['slowdown']}; {CRUX['utilisation']}")
+    print("\n".join(scale_lines(plan.seed, plan.model_draws, plan.mtu)))
     model = [r["iteration_s"] / r["model_iteration_s"] for r in rows if r.get("model_iteration_s")]
     if model:
         print(f"measured against the flow model: iteration over the model's, median {statistics.median(model):.2f} "

@@ -85,3 +85,69 @@ def test_a_repeated_port_status_changes_nothing(app):
     sent = sum(len(d.sent) for d in datapaths.values())
     app.port_status_handler(port_status(datapaths[tor0], port0, down=True))
     assert sum(len(d.sent) for d in datapaths.values()) == sent
+
+
+@pytest.fixture(autouse=True)
+def no_threads(monkeypatch):
+    """The app's own loops (drain file, counters) are driven by hand here."""
+    monkeypatch.setattr("controllers.path_installer.hub.spawn", lambda *a, **k: None)
+
+
+def start(tmp_path, topo, mode):
+    (tmp_path / "routing.json").write_text(json.dumps(routing.plan(topo, mode).to_dict()))
+    (tmp_path / "topology.json").write_text(json.dumps(topo.to_dict()))
+    cfg.CONF.set_override("routing", str(tmp_path / "routing.json"))
+    cfg.CONF.set_override("topology", str(tmp_path / "topology.json"))
+    try:
+        app = PathInstaller()
+    finally:
+        cfg.CONF.clear_override("routing")
+        cfg.CONF.clear_override("topology")
+    datapaths = {s.name: FakeDatapath(s.dpid) for s in topo.switches.values()}
+    for datapath in datapaths.values():
+        app.switch_features_handler(SimpleNamespace(msg=SimpleNamespace(datapath=datapath)))
+    return app, datapaths
+
+
+def test_a_drained_link_is_routed_around_until_it_is_put_back(tmp_path):
+    from testbed.topology import LeafSpine
+    topo = LeafSpine(2, 2, 1)                   # h0 on leaf0 (tb1), h1 on leaf1 (tb2); spines tb3, tb4
+    app, datapaths = start(tmp_path, topo, "ecmp")
+    h1 = topo.hosts["h1"].ports[0].ip
+    assert len(datapaths["tb1"].outputs(h1)) == 2
+    up = datapaths["tb1"].outputs(h1)[0]
+    app.drain([["tb1", up]])
+    assert datapaths["tb1"].outputs(h1) == [p for p in (2, 3) if p != up]
+    app.drain([])
+    assert len(datapaths["tb1"].outputs(h1)) == 2
+
+
+def test_the_long_flows_are_learned_from_the_counters_and_placed_apart(tmp_path):
+    from testbed.topology import LeafSpine
+    topo = LeafSpine(2, 2, 2)                   # h0 h1 on leaf0, h2 h3 on leaf1: two flows across
+    app, datapaths = start(tmp_path, topo, "planned")
+    assert app.learning
+    ip = {h: topo.hosts[h].ports[0].ip for h in topo.hosts}
+    src_rules = lambda: {(m.match.get("ipv4_src"), m.match.get("ipv4_dst")): m.instructions[0].actions[0].port
+                         for m in datapaths["tb1"].sent if isinstance(m, parser.OFPFlowMod) and m.instructions
+                         and m.match.get("ipv4_src") in (ip["h0"], ip["h1"])}
+    rate = topo.bytes_per_s                     # the long flows at the link rate, in bursts
+    for k in range(1, 5):
+        assert app.flows == []                  # fewer readings than the window: nothing learned yet
+        burst = rate * (k // 2)                 # no bytes in every other reading
+        app.learn({(ip["h0"], ip["h2"]): burst, (ip["h1"], ip["h3"]): burst, (ip["h0"], ip["h1"]): 10 * k}, 1.0)
+    assert sorted(app.flows) == [["h0", "h2"], ["h1", "h3"]]
+    ports = src_rules()
+    assert ports[ip["h0"], ip["h2"]] != ports[ip["h1"], ip["h3"]]   # the two long flows on different spines
+
+
+def test_a_link_is_down_while_either_of_its_switch_ends_reports_down(tmp_path):
+    from testbed.topology import LeafSpine
+    topo = LeafSpine(2, 2, 1)
+    app, datapaths = start(tmp_path, topo, "ecmp")
+    link = topo.link_at("tb1", 2)                       # leaf0 - spine0
+    (a, ap), (b, bp) = link.ends()
+    for end, port, down, expect in ((a, ap, True, True), (b, bp, True, True), (a, ap, False, True),
+                                    (b, bp, False, False)):
+        app.port_status_handler(port_status(datapaths[end], port, down=down))
+        assert (link in app.down) == expect

@@ -62,3 +62,12 @@ def test_routing_modes():
     assert plan(topo, "ecmp").routes is None
     with pytest.raises(TestbedError, match="deterministic, ecmp"):
         plan(topo, "random")
+
+
+def test_pinned_routing_sends_each_destination_one_way_chosen_by_its_index():
+    topo = LeafSpine(2, 2, 2)
+    rules = plan(topo, "pinned").rules
+    assert all(len(ports) == 1 for entries in rules.values() for _, _, ports in entries)
+    leaf0 = topo.switches["tb1"].dpid
+    up = {dst: ports[0] for _, dst, ports in rules[leaf0] if dst not in ("10.0.0.1", "10.0.0.2")}
+    assert sorted(up.values()) == [3, 4]          # h2 and h3 (indices 2 and 3) pinned to the two spines

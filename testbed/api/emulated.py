@@ -13,10 +13,11 @@ from testbed.api.collision_trials import collision_trials
 from testbed.api.fanins import run_fanins
 from testbed.api.jobs import run_jobs
 from testbed.api.results import Collective, Collisions, FabricCheck, Flows, Sweep, Together
+from testbed.api.watch import Watch
 from testbed.collectives.connections import flow_connections
 from testbed.collectives.data import ELEMENT_BYTES
 from testbed.collectives.placements import place
-from testbed.emulation import events
+from testbed.emulation import events, faults
 from testbed.emulation.network import DEFAULT_MTU
 from testbed.emulation.settings import RunSettings
 from testbed.emulation.shaping import PRIORITIES
@@ -39,8 +40,10 @@ def emulate(topo: Topology, routing: str = "deterministic", *, hash: str = "same
             flows: Sequence[tuple[str, str]] = ()) -> Emulated:
     """The fabric as a context manager: entering builds it (Mininet hosts, Open vSwitch switches,
     shaped links, the controller installing `routing`: 'deterministic', 'ecmp' (ECMP hashing with
-    the `hash` 'same' at every switch or 'per-switch') or 'planned' (deterministic, with `flows`,
-    host pairs in the order they choose, on paths apart: ``routing.plan``); leaving tears down exactly what it
+    the `hash` 'same' at every switch or 'per-switch'), 'pinned' (by destination, one next hop each)
+    or 'planned' (deterministic, with `flows`, host pairs in the order they choose, on paths apart:
+    ``routing.plan``; without flows the controller learns the long ones from its rule counters and
+    places them so, as C4P does); leaving tears down exactly what it
     built, also after an exception or Ctrl-C. Needs root. The run's files (topology.json,
     routing.json, captures, the controller's log) go to `folder` (default: the settings' results
     folder, else a new temporary one). slots > 1 splits the fabric into that many slots, an
@@ -63,8 +66,6 @@ def emulate(topo: Topology, routing: str = "deterministic", *, hash: str = "same
         raise TestbedError(f"unknown priority {priority!r}: use one of {', '.join(PRIORITIES)}, or None")
     if folder is None:
         folder = settings.results or Path(tempfile.mkdtemp(prefix="testbed-"))
-    if routing == "planned" and not flows:
-        raise TestbedError("routing 'planned' places flows: give them (host pairs, in the order they choose)")
     return Emulated(open_emulation(topo, routes.plan(topo, routing, hash, flows), Path(folder), settings, mtu=mtu,
                                    log=log, priority=priority))
 
@@ -184,6 +185,29 @@ class Emulated:
         they happened (see ``api.together.run_for``)."""
         comm.schedule.check_count(len(comm.hosts), size // ELEMENT_BYTES)
         return together.run_for(self.emulation, comm, size // ELEMENT_BYTES, seconds, events, stall_limit)
+
+    def watch(self, comm: together.Comm, size: int, *, draw: Draw | None = None, stall_limit: float = 15.0,
+              interval: float = 0.02) -> Watch:
+        """The collective running back to back, watched as an operator watches a training job (its
+        ranks' step timings, the switch queues every `interval` s, the controller's port events),
+        until the block ends: ``with emu.watch(comm, size) as w: ... w.diagnose(before, after)``
+        names a fault from what changed between two windows (``api.watch``). A stall up to
+        stall_limit is waited out; a draw gives the connections its 5-tuples."""
+        comm.schedule.check_count(len(comm.hosts), size // ELEMENT_BYTES)
+        return Watch(self.emulation, comm, size // ELEMENT_BYTES, draw, stall_limit, interval)
+
+    def fault(self, fault: faults.Fault | str, watch: Watch | None = None, end: float = 600.0) -> list:
+        """A fault (``emulation.faults``: a Fault, or its text KIND:WHERE[:HOW]@WHEN) as events for
+        ``events.Timeline`` (its start and its undoing); slowing or stopping a rank needs the watch
+        that runs the ranks."""
+        fault = faults.Fault.parse(fault) if isinstance(fault, str) else fault
+        fault.check(self.topo, len(watch.comm.hosts) if watch else 0)
+        return fault.events(self.emulation, watch.rank_pids if watch else None, end)
+
+    def drain(self, links: Sequence) -> None:
+        """Have the controller route around `links` (``topo.links``' entries) until the next
+        drain() leaves them out: drain([]) puts every link back."""
+        self.emulation.drain(links)
 
     def link_failure(self, link, at: float, lasting: float, flap: float = 0) -> list:
         """The events of a link (``topo.links``' entry) down at `at` s for `lasting` s (up and down

@@ -48,9 +48,9 @@ class Communicators:
     """with Communicators(emu, comms, draw) as group: group.iterate(counts, iteration) runs them
     together; emu is an ``emulation`` Emulation."""
 
-    def __init__(self, emu, comms, draw=None, timeout=20.0, eager_limit=None):
+    def __init__(self, emu, comms, draw=None, timeout=20.0, eager_limit=None, stopped_ok=False):
         self.emu, self.comms, self.draw = emu, list(comms), draw
-        self.timeout, self.eager_limit = timeout, eager_limit
+        self.timeout, self.eager_limit, self.stopped_ok = timeout, eager_limit, stopped_ok
         self.coordinators, self.connections = [], []
 
     def __enter__(self):
@@ -64,7 +64,7 @@ class Communicators:
                 self.coordinators.append(stack.enter_context(Coordinator(
                     comm.schedule, addresses, launch, timeout=self.timeout, streams=comm.streams,
                     pacing=topo.bytes_per_s, eager_limit=self.eager_limit, label=comm.name, dscp=comm.dscp,
-                    source_ports=source_ports(conns) if self.draw else None)))
+                    source_ports=source_ports(conns) if self.draw else None, stopped_ok=self.stopped_ok)))
             self._stack = stack.pop_all()
         return self
 

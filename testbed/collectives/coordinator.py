@@ -44,14 +44,15 @@ class Coordinator:
     """with Coordinator(algorithm, addresses, launch) as c: c.run(count, iterations)"""
 
     def __init__(self, algorithm, addresses, launch, timeout=20.0, sockbuf=1 << 20, streams=1, pacing=None,
-                 eager_limit=None, label=None, source_ports=None, dscp=None):
+                 eager_limit=None, label=None, source_ports=None, dscp=None, stopped_ok=False):
         """algorithm: a schedule (``schedules.ALGORITHMS``) or its name, or a list of schedules that
         the same ranks run in turn on the same connections (``iterate``'s `schedule` picks one);
         pacing: bytes/s each connection is paced at (None: not paced); eager_limit: messages up to
         this many bytes are sent without waiting for the receiver (None: the rank's default); label:
         what errors call the collective (default: the algorithm); source_ports: {rank: {peer: [port
         per stream]}} from a hash draw (connections.source_ports; None: the kernel's choice); dscp: the
-        DS field every rank's packets carry (a job's traffic class; None: the default)."""
+        DS field every rank's packets carry (a job's traffic class; None: the default); stopped_ok: a
+        rank found stopped (SIGSTOP) is waited for, not reported (a run that hangs ranks on purpose)."""
         listed = algorithm if isinstance(algorithm, list) else [algorithm]
         schedules = [{"algorithm": s, "schedule_args": {}} if isinstance(s, str) else
                      {"algorithm": s.name, "schedule_args": s.args()} for s in listed]
@@ -62,7 +63,7 @@ class Coordinator:
                        "timeout": timeout, "sockbuf": sockbuf, "streams": streams, "pacing": pacing,
                        "eager_limit": eager_limit, "dscp": dscp}
         self.timeout, self.ranks, self.inbox = timeout, [], queue.Queue()
-        self.source_ports = source_ports or {}
+        self.source_ports, self.stopped_ok = source_ports or {}, stopped_ok
 
     def __enter__(self):
         try:
@@ -84,7 +85,7 @@ class Coordinator:
 
     def _collect(self, key, timeout):
         try:
-            return expect_all(self.ranks, key, timeout, label=f"{self.label}: ")
+            return expect_all(self.ranks, key, timeout, label=f"{self.label}: ", stopped_ok=self.stopped_ok)
         except ProgramError as e:
             raise AllreduceError(str(e)) from None
 
@@ -93,7 +94,8 @@ class Coordinator:
         one before (from the first rank's start, for the first) to its last rank's end, on the
         machine-wide monotonic clock. Returns the batch's start and end, every allreduce's time,
         #wrong over all, and when each step of the first ended (the last rank's end, from the
-        batch's start): the view that shows a straggling flow. compute_s: seconds each rank spends
+        batch's start): the view that shows a straggling flow, and each rank's timing of the first
+        (``programs.rank``: its start and per step [sent, end, from, to]). compute_s: seconds each rank spends
         before each allreduce (a training step's modelled computation); schedule: which of the
         coordinator's schedules runs."""
         for rank in self.ranks:
@@ -108,18 +110,18 @@ class Coordinator:
         step_ends = [max(column) - start for column in zip(*(r["steps"] for r in replies))]
         return {"start": start, "end": ends[-1], "time": ends[-1] - start,
                 "times": [b - a for a, b in zip([start] + ends, ends)], "step_ends": step_ends,
-                "wrong": sum(r["wrong"] for r in replies)}
+                "wrong": sum(r["wrong"] for r in replies), "timing": [r["timing"] for r in replies]}
 
     def run_for(self, count, seconds, timeout=120.0, on_iteration=None):
-        """Iterations back to back for `seconds`: [{"start", "end", "time", "wrong"}] (monotonic
-        clock), and the error that stopped them early, if one did."""
+        """Iterations back to back for `seconds`: [{"start", "end", "time", "wrong", "timing"}]
+        (monotonic clock), and the error that stopped them early, if one did."""
         done, until = [], time.monotonic() + seconds
         while time.monotonic() < until:
             try:
                 result = self.iterate(count, len(done), timeout)
             except AllreduceError as e:
                 return done, str(e)
-            done.append({k: result[k] for k in ("start", "end", "time", "wrong")})
+            done.append({k: result[k] for k in ("start", "end", "time", "wrong", "timing")})
             if on_iteration:
                 on_iteration(done[-1])
         return done, None

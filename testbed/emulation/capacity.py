@@ -109,7 +109,7 @@ def load():
     return _cache["result"]
 
 
-# Where this machine is not calibrated (fidelity.calibration): offered load (every NIC port sending at
+# Where this machine is not calibrated (above): offered load (every NIC port sending at
 # its link rate) that one userspace ovs-vswitchd on 2 cores, every link end shaped, delivered at 0.9 or
 # better over 2-3 switch hops in the first measurements (bench/forwarding_capacity.py, BiGraph(2,8),
 # 16 flows). MTU 9000: 0.98-0.99 at 80-320, 0.83-0.92 at 640 Mbit/s offered. MTU 1500: 0.91-0.93 at

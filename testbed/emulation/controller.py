@@ -3,6 +3,8 @@
 It reads the routing plan from the run folder. Readiness is checked on the switches themselves: a
 switch is ready when its flow table holds every rule the plan gives it (plus the table-miss rule).
 """
+import json
+import re
 import subprocess
 import sys
 import time
@@ -20,16 +22,24 @@ class Controller:
         self.topology_file = Path(topology_file)
         self.port, self.proc = free_port(), None
         self.log_path = self.run_dir / "controller.log"
+        self.drain_path = self.run_dir / "drain.json"
 
     def start(self):
         self._log = open(self.log_path, "w")   # noqa: SIM115 (open while the controller runs; closed in stop())
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "controllers", "--routing", str(self.plan_file),
-             "--topology", str(self.topology_file),
+             "--topology", str(self.topology_file), "--drain", str(self.drain_path),
              "--ofp-listen-host", self.host, "--ofp-tcp-listen-port", str(self.port)],
             cwd=PROJECT, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             start_new_session=True)   # a signal to the run's process group (Ctrl-C, timeout) is the run's to handle
         return self.proc.pid
+
+    def drain(self, ends):
+        """Have the controller route around the links at `ends` ([(switch, port)]; [] puts every
+        link back)."""
+        tmp = self.drain_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps([list(end) for end in ends]))
+        tmp.replace(self.drain_path)
 
     def wait_ready(self, bridges, timeout=60.0):
         """bridges: {bridge name: dpid}. Returns seconds waited; raises if not ready in time."""
@@ -65,3 +75,16 @@ def wait_for_rules(plan, bridges, controller=None, timeout=60.0):
         if waiting:
             time.sleep(0.2)
     return time.monotonic() - start
+
+
+PORT_EVENT = re.compile(r"port (\S+):(\d+) (down|up) at (\d+\.\d+):")
+
+
+def port_events(log_path):
+    """[(wall time, switch, port, up?)]: the port changes the controller logged (its
+    port_status_handler), as an operator reads them off the controller; [] before it logged any."""
+    try:
+        text = Path(log_path).read_text()
+    except OSError:
+        return []
+    return [(float(t), switch, int(port), state == "up") for switch, port, state, t in PORT_EVENT.findall(text)]

@@ -5,8 +5,9 @@
     timeline.done    [Done(monotonic time, wall time, what happened, switch ports it changed, up?)]
 
 The events run in a thread of their own, on the machine-wide monotonic clock that the ranks also
-use; whatever is down when the block ends (or the run dies) is on the run record and comes back
-up at cleanup.
+use. When the block ends, the events still to come that undo something (up: a link back up, a
+rate restored, a rank continued) run at once; whatever a dead run left down is on the run record
+and comes back up at cleanup.
 """
 import threading
 import time
@@ -16,7 +17,7 @@ Event = namedtuple("Event", "at action what ports up")
 Done = namedtuple("Done", "monotonic wall what ports up")
 
 
-def _toggles(at, lasting, flap):
+def toggles(at, lasting, flap):
     """[(offset, up?)]: down at `at`, up at `at + lasting`; with flap > 0, up and down again every
     `flap` seconds in between."""
     if not flap:
@@ -25,14 +26,14 @@ def _toggles(at, lasting, flap):
     while t < at + lasting:
         out.append((t, up))
         t, up = t + flap, not up
-    return out + ([(at + lasting, True)] if not up else [])
+    return out + ([(at + lasting, True)] if not out[-1][1] else [])
 
 
 def link_failure(emu, link, at, lasting, flap=0):
     name = f"link {emu.topo.label(link.a)}:{link.a_port}-{emu.topo.label(link.b)}:{link.b_port}"
     ports = [end for end in link.ends() if end[0] in emu.topo.switches]
     return [Event(t, lambda up=up: emu.set_link(link, up), f"{name} {'up' if up else 'down'}", ports, up)
-            for t, up in _toggles(at, lasting, flap)]
+            for t, up in toggles(at, lasting, flap)]
 
 
 def switch_failure(emu, switch, at, lasting, flap=0):
@@ -40,7 +41,7 @@ def switch_failure(emu, switch, at, lasting, flap=0):
     ports = [end for link in emu.topo.links if switch in (link.a, link.b) for end in link.ends()
              if end[0] in emu.topo.switches]
     return [Event(t, lambda up=up: emu.set_switch(switch, up), f"{name} {'up' if up else 'down'}", ports, up)
-            for t, up in _toggles(at, lasting, flap)]
+            for t, up in toggles(at, lasting, flap)]
 
 
 class Timeline:
@@ -50,19 +51,25 @@ class Timeline:
         self._stop = threading.Event()
 
     def _run(self):
-        for event in self.events:
+        for k, event in enumerate(self.events):
             if self._stop.wait(max(0.0, self.start + event.at - time.monotonic())):
                 return
-            wall = time.time()
-            try:
-                event.action()
-            except Exception as e:    # reported by the caller; the traffic goes on
-                self.error = f"{event.what}: {e}"
+            self._next = k + 1
+            if not self._do(event):
                 return
-            self.done.append(Done(time.monotonic(), wall, event.what, event.ports, event.up))
+
+    def _do(self, event):
+        wall = time.time()
+        try:
+            event.action()
+        except Exception as e:    # reported by the caller; the traffic goes on
+            self.error = self.error or f"{event.what}: {e}"
+            return False
+        self.done.append(Done(time.monotonic(), wall, event.what, event.ports, event.up))
+        return True
 
     def __enter__(self):
-        self.start = time.monotonic()
+        self.start, self._next = time.monotonic(), 0
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
         return self
@@ -70,3 +77,6 @@ class Timeline:
     def __exit__(self, *exc):
         self._stop.set()
         self._thread.join()
+        for event in self.events[self._next:]:
+            if event.up:
+                self._do(event)

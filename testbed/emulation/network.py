@@ -309,8 +309,10 @@ class Emulation:
             # segmentation offloads off too, so HTB shapes real frames. A collective reuses each
             # connection after a pause: without slow_start_after_idle=0 every HD step restarts from
             # the initial window (measured: 1 MiB HDRM at 0.68-0.78 of the link rate, 0.84-0.93 without).
+            # tcp_tw_reuse: a hash draw gives a collective run again on the same fabric the same
+            # 5-tuples, whose last connections may still be in TIME_WAIT
             sysctls = ["net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1",
-                       "net.ipv4.tcp_slow_start_after_idle=0"]
+                       "net.ipv4.tcp_slow_start_after_idle=0", "net.ipv4.tcp_tw_reuse=1"]
             if self.topo.shared_nic_address:
                 sysctls += self._bond_sysctls(h)
             node.cmd(f"sysctl -qw {' '.join(sysctls)}; " +
@@ -467,6 +469,29 @@ class Emulation:
                     shaping.set_up(ipr, name, up)
                 if pid is None:          # a slot's interfaces go with its namespace
                     self.record.link_state(name, up)
+
+    def set_link_rate(self, link, rate_mbit):
+        """Run a link at another rate, both ends (a link at a fraction of its speed), or back at
+        link.rate. The interfaces go with the run, so nothing needs undoing after a crash."""
+        for node, port in link.ends():
+            if not self.here(node):
+                continue
+            pid = self._netns_of_switch(node) if node in self.topo.switches else self.host(node).pid
+            with shaping.netlink(pid) as ipr:
+                shaping.set_rate(ipr, interface(node, port), rate_mbit, self.mtu)
+
+    def set_link_loss(self, link, fraction):
+        """Both ends of a link drop `fraction` of their packets at random (0: none, as built)."""
+        for node, port in link.ends():
+            if self.here(node):
+                pid = self._netns_of_switch(node) if node in self.topo.switches else self.host(node).pid
+                with shaping.netlink(pid) as ipr:
+                    shaping.set_loss(ipr, interface(node, port), fraction, link.queue)
+
+    def drain(self, links):
+        """Route around `links` (up or not) until drain() is called without them: the controller
+        plans the fabric without them and changes only the rules that differ."""
+        self.controller.drain([next(end for end in link.ends() if end[0] in self.topo.switches) for link in links])
 
     def set_switch(self, switch, up):
         """Take every link of a switch down, as a switch that fails, or bring them back."""

@@ -137,9 +137,10 @@ def _root_cause(inbox, first, settle=0.5):
     return msg["error"]
 
 
-def expect_all(programs, key, timeout, label=""):
+def expect_all(programs, key, timeout, label="", stopped_ok=False):
     """One message with `key` from each program (which share an inbox), in the programs' order. A
-    program found stopped twice in a row is reported at once: the others would wait for it."""
+    program found stopped twice in a row is reported at once, since the others would wait for it,
+    unless stopped_ok (a run that stops a rank on purpose, as a hung rank)."""
     got, deadline, suspects = {}, time.monotonic() + timeout, set()
     inbox = programs[0].inbox
     while len(got) < len(programs):
@@ -150,7 +151,7 @@ def expect_all(programs, key, timeout, label=""):
             if left <= POLL:
                 silent = [p.name for p in programs if p not in got]
                 raise ProgramError(f"{label}{', '.join(silent)} did not answer within {timeout:.0f} s") from None
-            stopped = {p for p in programs if p not in got and p.stopped()}
+            stopped = set() if stopped_ok else {p for p in programs if p not in got and p.stopped()}
             for p in stopped & suspects:
                 raise ProgramError(f"{label}{p.name} (pid {p.pid}) is stopped (SIGSTOP or a debugger) "
                                    "and holds up the others") from None

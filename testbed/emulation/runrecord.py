@@ -17,7 +17,7 @@ from pathlib import Path
 
 from pyroute2 import IPRoute
 
-from testbed.emulation import cores, ovs, sendbuffer
+from testbed.emulation import cores, faults, ovs, sendbuffer
 from testbed.errors import TestbedError
 
 STATE_DIR = Path("/run/ai-testbed")
@@ -126,8 +126,9 @@ class RunRecord:
             tmp.write_text(json.dumps(self.data))
             tmp.replace(self.path)
 
-    def add(self, bridges=(), interfaces=(), pids=(), directories=()):
+    def add(self, bridges=(), interfaces=(), pids=(), directories=(), cgroups=()):
         self.data["bridges"] += list(bridges)
+        self.data["cgroups"] = self.data.get("cgroups", []) + [str(c) for c in cgroups]
         self.data["directories"] = self.data.get("directories", []) + [str(d) for d in directories]
         self.data["interfaces"] += list(interfaces)
         self.data["processes"] += [[pid, start_time(pid)] for pid in pids]
@@ -158,6 +159,8 @@ class RunRecord:
 
     def sweep(self):
         """Remove everything the record names that still exists, then the record itself."""
+        for path in self.data.get("cgroups", []):      # a slowed rank's (emulation.faults)
+            faults.remove_cgroup(path)
         stop_processes(self.data["processes"])
         bring_up(self.data.get("down", []))
         ovs.delete_bridges(self.data["bridges"])

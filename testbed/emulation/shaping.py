@@ -128,6 +128,34 @@ def shape(ipr, ifname, rate_mbit, queue_packets, mtu, delay_ms=0.0, priority=Non
         ipr.tc("add", "pfifo", index, FIFO, parent=HTB_CLASS, limit=queue_packets)
 
 
+def set_rate(ipr, ifname, rate_mbit, mtu):
+    """Change a shaped interface's link rate in place (its classes keep their shares and its FIFOs
+    what they hold), as a link that falls back to a lower speed does."""
+    index, frame = index_of(ipr, ifname), mtu + ETH_HEADER
+    classes = {msg["handle"]: msg for msg in ipr.get_classes(index=index)}
+    change = lambda handle, parent, rate, ceil, prio=0: ipr.tc(
+        "change-class", "htb", index, handle, parent=parent, rate=f"{max(1, round(rate * 1000))}kbit",
+        ceil=f"{round(ceil * 1000)}kbit", burst=frame, cburst=frame, quantum=frame, mtu=frame, prio=prio)
+    if HTB_HIGH not in classes:
+        change(HTB_CLASS, HTB_ROOT, rate_mbit, rate_mbit)
+        return
+    old = classes[HTB_LINK].get_nested("TCA_OPTIONS", "TCA_HTB_PARMS")["rate"] * 8 / 1e6
+    change(HTB_LINK, HTB_ROOT, rate_mbit, rate_mbit)
+    for handle in (HTB_HIGH, HTB_CLASS):
+        parms = classes[handle].get_nested("TCA_OPTIONS", "TCA_HTB_PARMS")
+        change(handle, HTB_LINK, parms["rate"] * 8 / 1e6 * rate_mbit / old, rate_mbit, parms["prio"])
+
+
+def set_loss(ipr, ifname, fraction, queue_packets):
+    """Drop `fraction` of the packets leaving a shaped interface at random (netem's loss as the
+    link's leaf, in place of its FIFO), or, with 0, put its FIFO back. Needs netem."""
+    index = index_of(ipr, ifname)
+    if fraction:
+        ipr.tc("replace", "netem", index, FIFO, parent=HTB_CLASS, loss=100 * fraction, limit=queue_packets)
+    else:
+        ipr.tc("replace", "pfifo", index, FIFO, parent=HTB_CLASS, limit=queue_packets)
+
+
 def _fifo_stats(msg):
     stats = msg.get_attr("TCA_STATS2")
     queue = dict(stats.get_attr("TCA_STATS_QUEUE"))

@@ -9,7 +9,9 @@ messages share one of a pair's two connections (``Plan``). Then says {"ready": t
 on stdout, then for each {"count", "iteration", "repeat", "compute_s"} line on stdin runs `repeat`
 collectives back to back, each after compute_s seconds of modelled computation (none by default), and
 answers {"iteration", "t0", "ends" (one per collective), "steps" (the first one's step
-ends), "wrong" (over all of them)}, until stdin closes. The config names the schedule
+ends), "timing" (the first one's start and, per step, [sent, end, from, to, rendezvous]: when its
+sends were handed to the kernel, when it ended, its peers, and whether its send waited for the
+receiver's clear-to-send), "wrong" (over all of them)}, until stdin closes. The config names the schedule
 (``schedules.ALGORITHMS``) and, for one that needs them, its arguments (``schedule_args``). Any
 failure, including a peer that sends nothing for `timeout` seconds, ends it with {"error": ...}.
 Each collective's inputs and the check against numpy are in ``testbed.collectives.data``.
@@ -178,16 +180,17 @@ class Rank:
         return data
 
     def run(self, plan):
-        """Runs plan's steps on plan.buf; returns each step's end time."""
-        buf, staging, ends = plan.buf, plan.staging, []
+        """Runs plan's steps on plan.buf; returns when each step's sends were all handed to the
+        kernel and when the step ended (its receive in and reduced): [(sent, end)]."""
+        buf, staging, times = plan.buf, plan.staging, []
         if not plan.one_frame:      # the general loop's receives, posted up front
             posted = {sock: deque(parts) for sock, parts in plan.posted.items()}
             left = list(plan.sizes)
         for i, s in enumerate(plan.steps):
             if plan.one_frame:
-                self._exchange(plan, i, s)
+                sent = self._exchange(plan, i, s)
             else:
-                self._transfer(plan, i, s, posted, left)
+                sent = self._transfer(plan, i, s, posted, left)
             lo, hi = s.recv
             if s.recv_from is None:
                 pass
@@ -195,8 +198,9 @@ class Rank:
                 np.add(buf[lo:hi], staging[i], out=buf[lo:hi])
             else:
                 buf[lo:hi] = staging[i]
-            ends.append(time.monotonic())
-        return ends
+            end = time.monotonic()
+            times.append((sent or end, end))
+        return times
 
     def _exchange(self, plan, i, s):
         """A step of one-frame messages, in blocking calls: a send and a receive per connection.
@@ -210,6 +214,7 @@ class Rank:
                 sock.sendall(part)
             except OSError as e:
                 raise self._failed(e, f"rank {s.send_to} to take data", f"sending to rank {s.send_to}") from None
+        sent = time.monotonic()
         for sock, part in plan.receives[i]:
             while len(part):
                 try:
@@ -223,6 +228,7 @@ class Rank:
             # Delayed, coalesced ACKs where they do not ride on data: a Ring sends one way only
             # (ring_topo at 1 KiB on 64 ranks: 23000 switch passes per allreduce without, 21000 with).
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_QUICKACK, 0)
+        return sent
 
     def _failed(self, error, waited_for, doing):
         if isinstance(error, BlockingIOError):   # the sockets' timeout (SO_RCVTIMEO, SO_SNDTIMEO)
@@ -247,6 +253,7 @@ class Rank:
         if not await_cts:
             for sock in list(sending):
                 self._send_some(sock, sending, s.send_to)   # a non-blocking send needs no select first
+        sent = None if sending else time.monotonic()
         while sending or left[i]:
             ready = [sock for sock in sending if sock not in await_cts]
             readable, writable, _ = select.select(list(posted) + list(await_cts), ready, [], self.timeout)
@@ -256,12 +263,15 @@ class Rank:
                 raise PeerError(f"rank {self.rank}: waited {self.timeout} s for {waiting}")
             for sock in writable:
                 self._send_some(sock, sending, s.send_to)
+            if sent is None and not sending:
+                sent = time.monotonic()
             for sock in readable:
                 if sock in await_cts:
                     if self._take_cts(sock, s.send_to):
                         await_cts.discard(sock)
                 else:
                     self._recv_some(sock, posted, left, plan.quickack)
+        return sent
 
     def _clear_to_send(self, socks, peer):
         """One byte back on each connection that the peer's stripes of this step arrive on. It goes
@@ -361,6 +371,7 @@ class Plan:
             message = as_bytes(self.buf[slice(*s.send)])
             self.sends.append(list(_stripes(message, out[s.send_to]).items()) if s.send_to is not None else [])
             self.rendezvous.append(len(message) > rank.eager_limit and starts_flow(steps, i, "send_to"))
+        self.waits_for_receiver = [int(not one_frame and r) for r in self.rendezvous]
         # A connection whose messages are all one frame goes unpaced: a NIC puts one frame on the
         # wire at once, and the shaped link still holds the rate. Pacing them cost the kernel a
         # timer per message (64-rank Ring at 1 KiB: 254 ms paced, 158 ms not).
@@ -391,16 +402,20 @@ def main(config):
             # A batch runs back to back, as nccl-tests launches its iterations: a rank that is done
             # starts the next at once; the data of each connection stays in order, so iterations
             # never mix. The first iteration's step ends show a straggling flow.
-            t0, ends, first, wrong = time.monotonic(), [], None, 0
+            t0, ends, timing, wrong = time.monotonic(), [], None, 0
             for _ in range(cmd.get("repeat", 1)):
                 if cmd.get("compute_s"):        # a training step's modelled computation, before its allreduce
                     time.sleep(cmd["compute_s"])
                 np.copyto(plan.buf, plan.data)
-                step_ends = rank.run(plan)
-                first = first or step_ends
-                ends.append(step_ends[-1] if step_ends else time.monotonic())
+                start = time.monotonic()
+                times = rank.run(plan)
+                timing = timing or {"start": start, "steps": [[sent, end, s.recv_from, s.send_to, waits] for
+                                                              (sent, end), s, waits in
+                                                              zip(times, plan.steps, plan.waits_for_receiver)]}
+                ends.append(times[-1][1] if times else time.monotonic())
                 wrong += int(np.count_nonzero(plan.buf[slice(*plan.check)] != plan.expected))
-            say(iteration=cmd["iteration"], t0=t0, ends=ends, steps=first, wrong=wrong)
+            say(iteration=cmd["iteration"], t0=t0, ends=ends, steps=[step[1] for step in timing["steps"]],
+                timing=timing, wrong=wrong)
     except (PeerError, OSError) as e:
         say(error=str(e), consequence=getattr(e, "consequence", False))
         return 1

@@ -80,7 +80,12 @@ class PathFinder:
         a, b = self.topo.attachment(src), self.topo.attachment(dst)
         if a is None or b is None:
             return []
-        return [Route(src, dst, _hops(a, b, links)) for links in self.paths(a[0], b[0])]
+        routes = [Route(src, dst, _hops(a, b, links)) for links in self.paths(a[0], b[0])]
+        return [r for r in routes if all(self._may(h.switch, dst, h.out_port) for h in r.hops)]
+
+    def _may(self, switch, dst, port):
+        allowed = self.topo.transit(switch, dst)
+        return allowed is None or port in allowed
 
 
 def _hops(src_attach, dst_attach, links):

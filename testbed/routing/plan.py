@@ -32,7 +32,15 @@ probe measures it.
 a job scheduler's, such as Crux's jobs by GPU intensity) each take, one after the other, the
 equal-cost path whose busiest link carries the fewest of the flows placed before it (then the
 fewest in total, then the first): paths apart as far as the fabric allows, installed as
-deterministic rules. Pairs not given keep the deterministic choice.
+deterministic rules. Pairs not given keep the deterministic choice. Given no flows, the controller
+learns the long ones from its rules' counters while traffic runs and plans them so
+(``controllers/path_installer.py``).
+
+``pinned``: every switch forwards by destination over one of its equal-cost next hops, number
+(destination host's index) mod (next hops): static path pinning by destination, as Meta pinned
+paths before it spread flows over queue pairs. No hash: two flows to one destination always share
+a path, two to different destinations spread as their indices do. Bonded hosts choose their port
+as under ``ecmp``.
 """
 from dataclasses import dataclass, field
 
@@ -41,7 +49,7 @@ from testbed.routing.hashing import turn_ports
 from testbed.routing.paths import PathFinder
 from testbed.topology import BiGraph
 
-MODES = ("deterministic", "ecmp", "planned")
+MODES = ("deterministic", "ecmp", "planned", "pinned")
 HASHES = ("same", "per-switch")
 TURN_TABLE = 100      # routing table of round-robin's NIC port p: TURN_TABLE + p
 
@@ -116,7 +124,14 @@ def deterministic_routes(topo):
 def planned_routes(topo, flows):
     """The deterministic routes, with each of `flows` ([(host, host)] in order) on the least-loaded
     of its equal-cost paths as the module docstring says."""
-    finder, routes, load, placed = PathFinder(topo), deterministic_routes(topo), {}, set()
+    return {**deterministic_routes(topo), **place_flows(topo, flows)}
+
+
+def place_flows(topo, flows):
+    """{(src ip, dst ip): Route} for `flows` alone ([(host, host)] in order), each on the
+    least-loaded of its equal-cost paths (the planned mode's rule), without working out every
+    other pair's route: what a model of a large fabric needs."""
+    finder, routes, load, placed = PathFinder(topo), {}, {}, set()
     for a, b in flows:
         if a not in topo.hosts or b not in topo.hosts:
             raise TestbedError(f"a planned flow names {a if a not in topo.hosts else b}, no host of {topo.name}")
@@ -145,10 +160,10 @@ def route_rules(topo, routes):
     return rules
 
 
-def ecmp_rules(topo):
+def ecmp_rules(topo, pinned=False):
     """One rule per destination address on every switch that reaches it, listing every equal-cost
-    next hop (two or more become a select group); a switch a NIC port of the address hangs off
-    sends it there."""
+    next hop (two or more become a select group), or, pinned, one of them (the module docstring);
+    a switch a NIC port of the address hangs off sends it there."""
     finder = PathFinder(topo)
     rules = {s.dpid: [] for s in topo.switches.values()}
     for ip, nics in topo.addresses().items():
@@ -158,6 +173,10 @@ def ecmp_rules(topo):
                 ports = [homes[name]]
             else:
                 ports = sorted(finder.next_hops_towards(name, set(homes)))
+                allowed = topo.transit(name, nics[0])
+                ports = [p for p in ports if allowed is None or p in allowed]
+                if pinned and ports:
+                    ports = [ports[topo.hosts[nics[0].host].index % len(ports)]]
             if ports:
                 rules[switch.dpid].append([None, ip, ports])
     return rules
@@ -207,9 +226,10 @@ def plan(topo, mode="deterministic", hash="same", flows=()):
         routes = deterministic_routes(topo) if mode == "deterministic" else planned_routes(topo, flows)
         return RoutingPlan(mode, route_rules(topo, routes), routes, hash, host_routes=host_routes(topo, routes),
                            flows=[list(f) for f in flows] if mode == "planned" else [])
-    if mode == "ecmp":
+    if mode in ("ecmp", "pinned"):
         seeds = {s.dpid: seed(s.dpid) if hash == "per-switch" else 0 for s in topo.switches.values()}
-        return RoutingPlan(mode, ecmp_rules(topo), None, hash, seeds, host_routes(topo), host_rules(topo))
+        return RoutingPlan(mode, ecmp_rules(topo, pinned=mode == "pinned"), None, hash, seeds, host_routes(topo),
+                           host_rules(topo))
     raise TestbedError(f"unknown routing {mode!r}: use one of {', '.join(MODES)}")
 
 

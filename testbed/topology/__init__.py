@@ -8,7 +8,8 @@ from testbed.topology.base import DEFAULT_QUEUE, DEFAULT_RATE, Topology, interfa
 from testbed.topology.bigraph import BiGraph
 from testbed.topology.clos import LeafSpine
 from testbed.topology.hpn7 import HPN7
+from testbed.topology.railonly import RailOnly
 from testbed.topology.spec import FORMS, from_spec
 
-__all__ = ["BiGraph", "LeafSpine", "HPN7", "Topology", "interface", "from_spec", "FORMS", "simai",
+__all__ = ["BiGraph", "LeafSpine", "HPN7", "RailOnly", "Topology", "interface", "from_spec", "FORMS", "simai",
            "DEFAULT_RATE", "DEFAULT_QUEUE"]

@@ -233,6 +233,26 @@ class Topology:
         role = lambda node: self.switches[node].role if node in self.switches else "host"
         return f"{role(sender)}->{role(receiver)}"
 
+    def transit(self, switch, dst_nic):
+        """The out ports `switch` may use towards dst_nic, where the fabric's design narrows its
+        equal-cost ones; None: any of them. A scale-up bridge (role 'scaleup') sends a message for
+        a host that does not hang off it out to the rail switch (role 'rail', its plane the rail's
+        number) of the destination's rail: a rail-only fabric's rule (``topology.railonly``)."""
+        if self.switches[switch].role != "scaleup":
+            return None
+        rail = self.hosts[dst_nic.host].rail
+        ports, local = set(), False
+        for link in self.links:
+            for (node, port), (other, _) in (link.ends(), link.ends()[::-1]):
+                if node != switch:
+                    continue
+                if other == dst_nic.host:
+                    local = True
+                elif other in self.switches and self.switches[other].role == "rail" and \
+                        self.switches[other].plane == rail:
+                    ports.add(port)
+        return None if local else ports
+
     def switch_adjacency(self):
         """{switch: [(local port, neighbour switch, neighbour port)]}, sorted by local port."""
         adj = {s: [] for s in self.switches}

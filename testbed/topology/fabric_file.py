@@ -6,7 +6,10 @@ topology.json, so that a run's fabric can be edited by hand and run again.
      "hosts": [{"name": "h0"}, {"name": "h1", "server": 1}, ...],
      "links": [{"a": "h0", "b": "leaf0"}, {"a": "leaf0", "b": "spine0", "rate": 20}, ...]}
 
-A link names its ends by a host's name or a switch's label (or the switch's bridge name, tbN, as
+A switch's role is free text, except that a switch of role "scaleup" is a server's scale-up bridge
+and one of role "rail" (its "plane" the rail's number) a rail switch: a bridge sends a message for
+another server out to the destination host's rail (its "rail"), as a rail-only fabric does
+(``topology.railonly``). A link names its ends by a host's name or a switch's label (or the switch's bridge name, tbN, as
 topology.json writes them); its rate defaults to the fabric's. Ports are numbered in the order the
 links come, as every fabric's are, so the ports a file gives are not read. The file's rate and
 queue are the fabric's (`--rate` and `--queue` apply where it gives none). Checked before anything

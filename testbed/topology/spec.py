@@ -5,9 +5,10 @@ from testbed.topology.base import DEFAULT_QUEUE, DEFAULT_RATE
 from testbed.topology.bigraph import BiGraph
 from testbed.topology.clos import LeafSpine
 from testbed.topology.hpn7 import HPN7
+from testbed.topology.railonly import RailOnly
 
-KINDS = {"bigraph": (BiGraph, "m,n[,c]"), "leafspine": (LeafSpine, "leaves,spines,hosts_per_leaf"),
-         "hpn7": (HPN7, "S,H,R,A[,planes[,tors[,cores]]]")}
+KINDS = {"bigraph": (BiGraph, "m,n[,c]"), "leafspine": (LeafSpine, "leaves,spines,hosts_per_leaf[,uplink_ratio]"),
+         "hpn7": (HPN7, "S,H,R,A[,planes[,tors[,cores]]]"), "railonly": (RailOnly, "H,R[,scaleup]")}
 FORMS = " | ".join(f"{kind}:{form}" for kind, (_, form) in KINDS.items()) + " | simai:FILE | FILE.json|yaml"
 
 

@@ -1,0 +1,388 @@
+"""Load balancing as the largest operators published it, each scheme against plain ECMP with one
+connection per peer, paired over hash draws:
+- streams-N: N connections per peer (Meta, SIGCOMM 2024: spreading each peer's traffic over several
+  queue pairs improved AllReduce by up to 40%);
+- uplinks-2x: a leaf's (ToR's) uplinks at twice a downlink's rate, half as many, the same uplink
+  capacity (ByteDance's MegaScale, NSDI 2024: fewer, faster uplinks make collisions rarer);
+- pinned: every switch sends a destination one way, chosen by the destination (Meta's static path
+  pinning), with the job on all of the racks and on part of each rack (`--allocated`), where
+  Meta saw pinning break;
+- planned: the controller learns the long flows from its rules' counters and places them on paths
+  apart (Alibaba's C4P, arXiv 2406.04594), for the collectives it is not told about.
+And a rail-only fabric (Wang et al., HotI 2024: no spine; traffic between rails crosses the
+server's scale-up domain; all-to-all 8.2-11.2% slower for 38-77% less network cost) against a
+rail-optimised one of the same size (HPN7 with one segment and a ToR per rail, its uplinks as fast
+as its downlinks together: non-blocking), for the same collectives: the overhead with its interval.
+Each trial draws fresh 5-tuples (seed + trial) and measures every scheme on them, each routing and
+fabric on a freshly built emulation, for an allreduce (HD), an alltoall (pairwise) and, with
+`--workload`, a replayed SimAI workload; every link is captured, so each row has the flow model's
+time from the paths its connections took (measured/model per trial). Each scheme's gain over ECMP
+is a paired ratio with its 95% interval. The flow model then runs the streams and uplinks schemes on
+a fabric of the papers' scale (`--model-topology`) over many draws, beside the published figures.
+"""
+import statistics
+import time
+from dataclasses import dataclass
+
+from scenarios.common import add_fabric_arguments, at_least, counts, names
+from testbed import api, routing
+from testbed.api import Comm
+from testbed.api.jobs import Job
+from testbed.collectives import workload as workloads
+from testbed.collectives.connections import rank_connections
+from testbed.collectives.data import ELEMENT_BYTES
+from testbed.collectives.placements import place
+from testbed.errors import TestbedError
+from testbed.experiments.trials import compare
+from testbed.fidelity import predict
+from testbed.fidelity.verdict import describe_all
+from testbed.report.paired import trial_order
+from testbed.routing.hashing import Draw, Placer
+from testbed.topology import HPN7, LeafSpine, from_spec
+
+NAME = "load_balancing"
+HELP = "connections per peer, faster uplinks, pinned and controller-planned paths, each against ECMP"
+FABRICS = ("leafspine:4,4,4", "hpn7:2,4,2,2")
+SCHEMES = ("streams", "uplinks", "pinned", "planned")
+VARIANTS = {"allreduce": "hd", "alltoall": "pairwise"}
+PAPERS = {"streams": "Meta: AllReduce up to +40% with more queue pairs per peer (enhanced ECMP)",
+          "uplinks": "MegaScale: uplinks at twice a downlink's rate make ECMP collisions rarer (no figure)",
+          "pinned": "Meta: static path pinning broke under partial-rack allocation and failures (no figure)",
+          "planned": "C4P: closed much of a 30% gap to ideal throughput under ECMP on 512 GPUs"}
+
+
+def add_arguments(parser):
+    add_fabric_arguments(parser, topology=FABRICS[0])
+    parser.add_argument("--also", action="append", default=None, metavar="SPEC",
+                        help=f"another fabric to run every scheme on (default {FABRICS[1]}; 'none': only "
+                             "--topology); repeatable")
+    parser.add_argument("--schemes", default=",".join(SCHEMES),
+                        help="comma-separated, from " + ", ".join(SCHEMES) + " (default: all; ECMP always runs)")
+    parser.add_argument("--streams", default="2,4,8,16",
+                        help="connections per peer the streams scheme tries (default %(default)s)")
+    parser.add_argument("--allocated", type=float, default=0.5,
+                        help="the share of each rack's hosts a partly allocated job gets (default %(default)s)")
+    parser.add_argument("--collectives", default="allreduce,alltoall",
+                        help="comma-separated, from allreduce (HD), alltoall (pairwise) (default %(default)s)")
+    parser.add_argument("--workload", default=None, metavar="FILE",
+                        help="also replay this SimAI workload file under each scheme (its groups, at the "
+                             "fabric's size)")
+    parser.add_argument("--workload-gbit", type=float, default=400.0,
+                        help="the link rate the workload file was made for, Gbit/s (default %(default)s)")
+    parser.add_argument("--bytes", type=int, default=256 << 10, help="message size (default %(default)s)")
+    parser.add_argument("--iters", type=int, default=2, help="timed iterations per measurement (default %(default)s)")
+    parser.add_argument("--trials", type=int, default=3,
+                        help="paired trials, each on a fresh hash draw (default %(default)s)")
+    parser.add_argument("--model-topology", default="leafspine:8,16,16",
+                        help="the fabric of the papers' scale the flow model runs the schemes on (default "
+                             "%(default)s)")
+    parser.add_argument("--model-draws", type=int, default=20, help="hash draws for the model (default %(default)s)")
+    parser.add_argument("--railonly", default="8,2",
+                        help="H,R[,U]: the rail-only fabric (H servers of R accelerators, scale-up links U times a "
+                             "NIC's rate) compared with a rail-optimised one of the same size, or none "
+                             "(default %(default)s)")
+    parser.add_argument("--seed", type=int, default=None, help="the first trial's draw (default: a new one)")
+
+
+@dataclass(frozen=True)
+class Fabric:
+    label: str
+    topo: object
+    uplinks: object      # the same fabric with half the uplinks at twice the rate (None: not made)
+    jobs: dict           # {"all": hosts, "part": hosts of the partly allocated job}
+
+
+@dataclass
+class Plan:
+    fabrics_: list
+    mtu: int
+    schemes: tuple
+    streams: list
+    collectives: list
+    workload: object     # (name, Workload, scale) or None
+    size: int
+    iters: int
+    trials: int
+    seed: int
+    model_topo: object
+    model_draws: int
+    rails: tuple = ()    # (rail-only, rail-optimised) or ()
+
+    @property
+    def fabrics(self):
+        return [f.topo for f in self.fabrics_] + [f.uplinks for f in self.fabrics_ if f.uplinks is not None] + \
+            list(self.rails)
+
+
+def rail_forms(text, args):
+    """(rail-only, rail-optimised of the same size: HPN7, one segment, a ToR per rail, non-blocking)."""
+    if text == "none":
+        return ()
+    rail = api.fabric(f"railonly:{text}", rate=args.rate, queue=args.queue, delay=args.delay, mtu=args.mtu)
+    aggs = 2
+    optimised = HPN7(1, rail.servers, rail.rails, aggs, planes=1, tors=1, uplink_ratio=rail.servers / aggs,
+                     rate=args.rate, queue=args.queue, delay=args.delay)
+    return rail, optimised
+
+
+def uplink_form(topo):
+    """The fabric with half the uplinks at twice the rate: the same uplink capacity per leaf/ToR."""
+    if isinstance(topo, LeafSpine):
+        if topo.spines % 2:
+            raise TestbedError(f"uplinks-2x halves the spines: give an even spine count (got {topo.spines})")
+        return LeafSpine(topo.leaves, topo.spines // 2, topo.hosts_per_leaf, uplink_ratio=2 * topo.uplink_ratio,
+                         rate=topo.rate, queue=topo.queue, delay=topo.delay)
+    if isinstance(topo, HPN7):
+        if topo.aggs % 2:
+            raise TestbedError(f"uplinks-2x halves the aggregation switches: give an even A (got {topo.aggs})")
+        return HPN7(topo.segments, topo.servers, topo.rails, topo.aggs // 2, planes=topo.planes, tors=topo.tors,
+                    cores=topo.cores, uplink_ratio=2 * topo.uplink_ratio, rate=topo.rate, queue=topo.queue,
+                    delay=topo.delay)
+    raise TestbedError(f"uplinks-2x needs a leaf-spine or HPN7 fabric (got {topo.name}): leave it out of --schemes")
+
+
+def racks(topo):
+    """[[host names] per rack]: a leaf's hosts, or an HPN7 segment's servers' accelerators."""
+    by = {}
+    for host in topo.hosts.values():
+        key = host.server if isinstance(topo, LeafSpine) else topo.segment_of(host) if isinstance(topo, HPN7) \
+            else host.server
+        by.setdefault(key, []).append(host.name)
+    return [sorted(hosts, key=lambda h: topo.hosts[h].index) for _, hosts in sorted(by.items())]
+
+
+def part_of_racks(topo, share):
+    """The first `share` of every rack's hosts, a power of two in all (HD's need), in index order."""
+    chosen = [h for rack in racks(topo) for h in rack[:max(1, round(share * len(rack)))]]
+    power = 1 << (len(chosen).bit_length() - 1)
+    return sorted(chosen[:power], key=lambda h: topo.hosts[h].index)
+
+
+def prepare(args):
+    specs = [args.topology] + ([] if args.also == ["none"] else (args.also or [FABRICS[1]]))
+    schemes = tuple(names(args.schemes, "--schemes", SCHEMES))
+    streams = counts(args.streams, "--streams")
+    if max(streams) > 16:
+        raise TestbedError(f"--streams: at most 16 connections per peer (got {max(streams)})")
+    collectives = names(args.collectives, "--collectives", VARIANTS)
+    if not 0 < args.allocated < 1:
+        raise TestbedError(f"--allocated must be between 0 and 1: the share of each rack a job gets (got {args.allocated})")
+    fabrics = []
+    for spec in specs:
+        topo = api.fabric(spec, rate=args.rate, queue=args.queue, delay=args.delay, mtu=args.mtu)
+        hosts = sorted(topo.hosts, key=lambda h: topo.hosts[h].index)
+        if len(hosts) & (len(hosts) - 1):
+            raise TestbedError(f"{spec}: HD needs a power-of-two host count (got {len(hosts)})")
+        part = part_of_racks(topo, args.allocated)
+        if len(part) < 2:
+            raise TestbedError(f"--allocated {args.allocated} leaves fewer than 2 hosts of {spec}: give a larger share")
+        for collective in collectives:
+            for job in (hosts, part):
+                schedule, _ = place(VARIANTS[collective], topo, collective)
+                schedule.check_count(len(job), args.bytes // ELEMENT_BYTES)
+        uplinks = uplink_form(topo) if "uplinks" in schemes else None
+        fabrics.append(Fabric(spec, topo, uplinks, {"all": hosts, "part": part}))
+    workload = None
+    if args.workload:
+        if not args.workload_gbit > 0:
+            raise TestbedError(f"--workload-gbit must be positive (got {args.workload_gbit:g})")
+        read = workloads.read(args.workload)
+        for f in fabrics:
+            if read.groups().gpus > len(f.topo.hosts):
+                raise TestbedError(f"--workload {args.workload} needs {read.groups().gpus} GPUs, {f.label} has "
+                                   f"{len(f.topo.hosts)}")
+        workload = (args.workload, read, args.rate * 1e6 / (args.workload_gbit * 1e9))
+    at_least(args.bytes, ELEMENT_BYTES * 16, "--bytes")
+    model_topo = from_spec(args.model_topology, rate=args.rate, queue=args.queue)     # modelled, never emulated
+    rails = rail_forms(args.railonly, args)
+    for topo in rails:
+        if len(topo.hosts) & (len(topo.hosts) - 1):
+            raise TestbedError(f"--railonly {args.railonly}: HD needs a power-of-two accelerator count "
+                               f"(got {len(topo.hosts)})")
+        for collective in collectives:
+            schedule, hosts = place(VARIANTS[collective], topo, collective)
+            schedule.check_count(len(hosts), args.bytes // ELEMENT_BYTES)
+    seed = args.seed if args.seed is not None else int(time.time() * 1000) % 1_000_000
+    return Plan(fabrics, args.mtu, schemes, streams, collectives, workload, args.bytes,
+                at_least(args.iters, 1, "--iters"), at_least(args.trials, 2, "--trials", " (an interval needs two)"),
+                seed, model_topo, at_least(args.model_draws, 2, "--model-draws"), rails)
+
+
+# --- measuring -------------------------------------------------------------------------------
+def builds(plan, fabric):
+    """[(build label, fabric, routing, [(scheme, job, streams)])] of one trial on one fabric."""
+    ecmp = [("ecmp", "all", 1)] + ([(f"streams-{n}", "all", n) for n in plan.streams if n > 1]
+                                   if "streams" in plan.schemes else [])
+    if "pinned" in plan.schemes:
+        ecmp.append(("ecmp-part", "part", 1))
+    out = [("ecmp", fabric.topo, "ecmp", ecmp)]
+    if "uplinks" in plan.schemes:
+        out.append(("uplinks-2x", fabric.uplinks, "ecmp", [("uplinks-2x", "all", 1)]))
+    if "pinned" in plan.schemes:
+        out.append(("pinned", fabric.topo, "pinned", [("pinned", "all", 1), ("pinned-part", "part", 1)]))
+    if "planned" in plan.schemes:
+        out.append(("planned", fabric.topo, "planned", [("planned", "all", 1)]))
+    return out
+
+
+def measure_build(emu, plan, fabric, measured, trial, draw_seed, keep):
+    """Every (scheme, job, streams) of one build, for each collective (and the workload)."""
+    for scheme, job, streams in measured:
+        hosts = fabric.jobs[job]
+        for collective in plan.collectives:
+            schedule, _ = place(VARIANTS[collective], emu.topo, collective)
+            comm = Comm(schedule, tuple(hosts), streams, f"{collective} {scheme}")
+            # a learning controller needs the traffic to run a while (4 readings of 0.5 s) to place it
+            warmup = 6 if emu.routing.mode == "planned" else 1
+            got = emu.collectives([comm], plan.size, iters=plan.iters, warmup=warmup, draw=Draw(draw_seed),
+                                  name=f"{scheme}-{collective}")
+            row = got.rows[0]
+            keep(dict(row, fabric=fabric.label, trial=trial, scheme=scheme, job=job, streams=streams,
+                      workload=collective, form=scheme))
+        if plan.workload is not None:
+            name, read, scale = plan.workload
+            groups = read.groups()
+            job_hosts = tuple(fabric.jobs["all"][:groups.gpus])
+            row = emu.jobs([Job(f"workload {scheme}", read, groups, job_hosts, scale, streams=streams,
+                                family="hd")], iters=plan.iters, draws=[Draw(draw_seed)])[0]
+            keep(dict(row, fabric=fabric.label, trial=trial, scheme=scheme, job=job, streams=streams,
+                      workload="workload", form=scheme, busbw_over_link=None,
+                      iteration_inverse=1 / row["iteration_s"] if row.get("iteration_s") else None))
+
+
+def measure_rails(emu, plan, label, trial, keep):
+    """Each collective over every accelerator of one of the rail comparison's fabrics."""
+    for collective in plan.collectives:
+        schedule, hosts = place(VARIANTS[collective], emu.topo, collective)
+        got = emu.collectives([Comm(schedule, tuple(hosts), 1, f"{collective} {label}")], plan.size,
+                              iters=plan.iters, draw=Draw(plan.seed + trial), name=f"{label}-{collective}")
+        keep(dict(got.rows[0], fabric="rails", trial=trial, scheme=label, job="all", streams=1,
+                  workload=collective, form=label, time_s=got.rows[0]["time_us"] / 1e6))
+
+
+def rail_lines(rows):
+    """Rail-only's time over the rail-optimised fabric's, per collective, paired by trial."""
+    mine = [r for r in rows if r["fabric"] == "rails"]
+    lines = []
+    for collective in dict.fromkeys(r["workload"] for r in mine):
+        c = compare([r for r in mine if r["workload"] == collective], ("rail-optimised", "rail-only"), "time_s",
+                    f"{collective} time (s)", 3)
+        lines.append(f"  {c.line()}")
+    return (["rail-only against rail-optimised of the same size (time; paper: all-to-all +8.2% to +11.2%):"]
+            + lines) if lines else []
+
+
+def baseline(scheme):
+    return "ecmp-part" if scheme == "pinned-part" else "ecmp"
+
+
+def comparisons(plan, rows):
+    out = []
+    for fabric in plan.fabrics_:
+        mine = [r for r in rows if r["fabric"] == fabric.label and r["fabric"] != "rails"]
+        schemes = list(dict.fromkeys(r["scheme"] for r in mine if r["scheme"] not in ("ecmp", "ecmp-part")))
+        for workload in dict.fromkeys(r["workload"] for r in mine):
+            key = "iteration_inverse" if workload == "workload" else "busbw_over_link"
+            these = [r for r in mine if r["workload"] == workload]
+            for scheme in schemes:
+                out.append((fabric.label, workload, scheme,
+                            compare(these, (baseline(scheme), scheme), key,
+                                    f"{fabric.label} {workload} {key.replace('_', ' ')}", 3)))
+    return out
+
+
+# --- the model at the papers' scale ------------------------------------------------------------
+def model_busbw(topo, routes, schedule, hosts, streams, count, seed, mtu):
+    """The flow model's HD allreduce busbw over the link for one draw of 5-tuples."""
+    placer = Placer(topo, routes, "hash")
+    conns = rank_connections(schedule, list(hosts), [7000] * len(hosts), streams, Draw(seed))
+    flat = [c for peers in conns.values() for cs in peers.values() for c in cs]
+    seconds = predict.collective_times(topo, [(schedule, conns, count)], {c: placer.path(c) for c in flat}, mtu)[0]
+    return 2 * (len(hosts) - 1) / len(hosts) * count * ELEMENT_BYTES / seconds / topo.bytes_per_s
+
+
+def model_lines(plan):
+    """The schemes the model can run without the emulation, on the model fabric: HD allreduce
+    busbw over the link, each scheme against ECMP over the same draws."""
+    topo = plan.model_topo
+    schedule, hosts = place("hd", topo)
+    part = part_of_racks(topo, 0.5)
+    count = plan.size // ELEMENT_BYTES
+    lines = [f"flow model on {topo.describe()} (HD allreduce, {plan.model_draws} draws; busbw over the link, "
+             "mean [95% interval]):"]
+    ecmp = routing.plan(topo, "ecmp")
+    forms = [("ecmp", topo, ecmp, hosts, 1)] + ([(f"streams-{n}", topo, ecmp, hosts, n) for n in plan.streams if n > 1]
+                                                 if "streams" in plan.schemes else [])
+    if "uplinks" in plan.schemes:
+        try:
+            fast = uplink_form(topo)
+            forms.append(("uplinks-2x", fast, routing.plan(fast, "ecmp"), hosts, 1))
+        except TestbedError:
+            pass
+    if "pinned" in plan.schemes:
+        forms += [("ecmp-part", topo, ecmp, part, 1), ("pinned-part", topo, routing.plan(topo, "pinned"), part, 1)]
+    rows = [{"trial": d, "form": label,
+             "busbw": model_busbw(fabric, routes, schedule, job, streams, count, plan.seed + 1000 + d, plan.mtu)}
+            for label, fabric, routes, job, streams in forms for d in range(plan.model_draws)]
+    for label, *_ in forms:
+        if label not in ("ecmp", "ecmp-part"):
+            c = compare(rows, (baseline(label), label), "busbw", f"model {label}", 3)
+            lines.append(f"  {c.line()}")
+    lines += [f"  paper, {k}: {v}" for k, v in PAPERS.items() if k in plan.schemes]
+    return lines
+
+
+def run(plan, experiment):
+    results, started = experiment.results, time.monotonic()
+    print(f"# {NAME}: {plan.trials} paired trials from seed {plan.seed}; schemes {', '.join(plan.schemes)} "
+          f"(streams {plan.streams}); {', '.join(plan.collectives)}{' and the workload' if plan.workload else ''} "
+          f"of {plan.size} B, {plan.iters} iterations each")
+    for f in plan.fabrics_:
+        print(f"#   {f.label}: {f.topo.describe()}; part of the racks: {len(f.jobs['part'])} hosts "
+              f"({', '.join(f.jobs['part'][:6])}{' ...' if len(f.jobs['part']) > 6 else ''})")
+    about = {"scenario": NAME, "seed": plan.seed, "rows": []}
+
+    def keep(row):
+        about["rows"].append(row)
+        results.append("load_balancing.csv", {k: v for k, v in row.items() if not isinstance(v, (dict, list))})
+        figure = (f"busbw/link {row['busbw_over_link']:.3f}" if row.get("busbw_over_link") is not None else
+                  f"iteration {row.get('iteration_s', 0) * 1e3:.1f} ms")
+        model = row.get("measured_over_model")
+        print(f"  trial {row['trial']} {row['fabric'][:18]:18s} {row['scheme']:12s} {row['workload']:9s} {figure}  "
+              f"measured/model {model if model is not None else '-'}  #wrong {row['wrong']}  "
+              f"{'BOTTLENECK' if row.get('emulator_bottleneck') else 'ok'}", flush=True)
+
+    with results.outcome("load_balancing.json", about):
+        for trial in range(plan.trials):
+            for k, fabric in enumerate(plan.fabrics_):
+                for label, topo, routing_mode, measured in trial_order(builds(plan, fabric), trial):
+                    folder = results.path / f"trial{trial}" / f"{k}-{label}"
+                    with experiment.emulate(topo, routing_mode, folder=folder, mtu=plan.mtu) as emu:
+                        measure_build(emu, plan, fabric, measured, trial, plan.seed + trial, keep)
+            for label, topo in trial_order(list(zip(("rail-only", "rail-optimised"), plan.rails)), trial):
+                routing_mode = "deterministic" if label == "rail-only" else "ecmp"
+                with experiment.emulate(topo, routing_mode, folder=results.path / f"trial{trial}" / label,
+                                        mtu=plan.mtu) as emu:
+                    measure_rails(emu, plan, label, trial, keep)
+            print(f"  ... {trial + 1} of {plan.trials} trials in {time.monotonic() - started:.0f} s", flush=True)
+        rows = about["rows"]
+        compared = comparisons(plan, rows)
+        about["summary"] = [dict(c.to_dict(), fabric=f, workload=w, scheme=s) for f, w, s, c in compared]
+        lines = ["gain over ECMP with one connection per peer (pinned-part: over ECMP on the same part of the "
+                 "racks), paired by trial, mean [95% interval]:"]
+        lines += [f"  {s:12s} {c.line()}" for _, _, s, c in compared]
+        ratios = [r["measured_over_model"] for r in rows if r.get("measured_over_model") is not None]
+        if ratios:
+            lines.append(f"measured/model per run: median {statistics.median(ratios):.2f} (range {min(ratios):.2f}-"
+                         f"{max(ratios):.2f}, {len(ratios)} runs)")
+        lines += rail_lines(rows)
+        lines += model_lines(plan)
+        lines.append(describe_all([r for r in rows if "emulator_bottleneck" in r],
+                                  lambda r: f"trial {r['trial']} {r['fabric']} {r['scheme']} {r['workload']}"))
+        lines.append(f"#wrong over every iteration: {sum(r['wrong'] for r in rows)}")
+        about["lines"] = lines
+        about["seconds"] = round(time.monotonic() - started, 1)
+    print("\nsummary:")
+    print("\n".join(f"  {line}" for line in lines))
+    print(results.listing())
+    return 0

@@ -1,0 +1,127 @@
+"""A collective that runs on and on while its operator watches, with what a training cluster's
+operator has: every rank's step timings (``programs.rank``), the switch ports' queues and the
+controller's port events. ``diagnose`` hands a window after a change and one before it to the
+fault detector (``fidelity.diagnosis``), which never learns what changed or when.
+
+    with emu.watch(Comm(schedule, hosts), 256 << 10) as watch:
+        time.sleep(4); mark = watch.now()
+        <slow a link with tc, stop a rank, cut a cable: anything, from anywhere>
+        time.sleep(4)
+        finding = watch.diagnose(before=(watch.started, mark), after=(mark, watch.now()))
+"""
+import bisect
+import threading
+import time
+
+from testbed.api.together import Communicators
+from testbed.collectives.coordinator import AllreduceError
+from testbed.collectives.data import ELEMENT_BYTES
+from testbed.collectives.metrics import bandwidths
+from testbed.emulation.controller import port_events
+from testbed.fidelity.diagnosis import Window, diagnose
+from testbed.probes.queues import QueueSampler
+from testbed.topology import interface
+
+
+class Watch:
+    """with Watch(emu, comm, count) as watch: iterations run back to back in a thread of their own
+    until the block ends; a stall up to stall_limit is waited out (a rank stopped on purpose too);
+    a longer one ends them (``error``). emu is an ``emulation`` Emulation; the switch ports are
+    sampled every `interval` s."""
+
+    def __init__(self, emu, comm, count, draw=None, stall_limit=15.0, interval=0.02):
+        self.emu, self.comm, self.count, self.draw = emu, comm, count, draw
+        self.stall_limit, self.interval = stall_limit, interval
+        self.iterations, self.error = [], None
+        self._stop = threading.Event()
+        self.log_path = emu.controller.log_path if getattr(emu, "controller", None) else None
+
+    @property
+    def rank_pids(self):
+        """Each rank's process id, in rank order (to slow or stop one: ``emulation.faults``)."""
+        return [proc.pid for proc in self._group.coordinators[0].procs]
+
+    def now(self):
+        return time.monotonic()
+
+    def __enter__(self):
+        self._group = Communicators(self.emu, [self.comm], self.draw, timeout=self.stall_limit, stopped_ok=True)
+        self._group.__enter__()
+        try:
+            self._group.iterate(self.count, 0)            # warmup: connections and windows
+            ports = [interface(node, port) for link in self.emu.topo.links for node, port in link.ends()
+                     if node in self.emu.topo.switches and self.emu.here(node)]
+            self.queues = QueueSampler(ports, self.interval, self.emu.port_netns).__enter__()
+            self.offset = time.time() - time.monotonic()   # wall clock to monotonic, for samples and events
+            self.started = self.now()
+            self._thread = threading.Thread(target=self._iterate, daemon=True)
+            self._thread.start()
+        except BaseException:
+            self._group.__exit__(None, None, None)
+            raise
+        return self
+
+    def _iterate(self):
+        while not self._stop.is_set():
+            try:
+                result, = self._group.iterate(self.count, len(self.iterations) + 1, timeout=self.stall_limit + 30)
+            except AllreduceError as e:
+                if not self._stop.is_set():
+                    self.error = str(e)
+                return
+            self.iterations.append({k: result[k] for k in ("start", "end", "time", "wrong", "timing")})
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join(timeout=self.stall_limit + 5)
+        self.queues.__exit__(None, None, None)
+        self._group.__exit__(*exc)
+        self._thread.join()
+
+    def alive(self):
+        """Whether the iterations still run (they stop at the block's end or on a stall past the limit)."""
+        return self._thread.is_alive()
+
+    def wait(self, until):
+        """Sleep until monotonic time `until`, or until the iterations stop."""
+        while self.now() < until and self.alive():
+            time.sleep(min(0.05, max(0.0, until - self.now())))
+
+    def ran(self, start, end):
+        """The iterations that ended in [start, end]."""
+        return [it for it in list(self.iterations) if start < it["end"] <= end]
+
+    def wrong(self, start=0.0, end=float("inf")):
+        """#wrong (against numpy) over the iterations that ended in [start, end]."""
+        return sum(it["wrong"] for it in self.ran(start, end))
+
+    def window(self, start, end):
+        """What the operator has of [start, end] (monotonic): the iterations that ended in it (one
+        a rank stopped in ends after it was continued), the queue samples and the controller's
+        port events taken in it."""
+        wall = (start + self.offset, end + self.offset)
+        queues = {}
+        for port, samples in list(self.queues.samples.items()):
+            samples = samples[:]              # the sampler appends as we read
+            a = bisect.bisect_left(samples, wall[0], key=lambda sample: sample[0])
+            b = bisect.bisect_right(samples, wall[1], key=lambda sample: sample[0])
+            queues[port] = [(t - self.offset, *rest) for t, *rest in samples[a:b]]
+        events = [(t - self.offset, switch, port, up) for t, switch, port, up in port_events(self.log_path)
+                  if wall[0] <= t <= wall[1]] if self.log_path else []
+        return Window([it["timing"] for it in self.ran(start, end)], queues, events)
+
+    def diagnose(self, before, after):
+        """The detector's Finding for the window after against the window before ((start, end) each)."""
+        return diagnose(self.emu.topo, self.window(*before), self.window(*after))
+
+    def busbw(self, start, end):
+        """Bus bandwidth over [start, end], bytes/s: the collectives done in it, over its length (a
+        stall in it counts against it); an iteration that straddles an end counts for the share of
+        its time inside, so that a few iterations per window do not make the figure jump by one.
+        None if the window is empty."""
+        if end <= start:
+            return None
+        done = sum(max(0.0, min(end, it["end"]) - max(start, it["start"])) / (it["end"] - it["start"])
+                   for it in list(self.iterations) if it["end"] > start and it["start"] < end and it["end"] > it["start"])
+        return bandwidths(self.count * ELEMENT_BYTES * done, end - start, len(self.comm.hosts),
+                          self.comm.schedule.collective)[1]

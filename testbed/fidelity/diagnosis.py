@@ -1,0 +1,199 @@
+"""Which fault slowed a collective, and where, from what an operator of a training cluster has: each
+rank's per-step timestamps in the collective library, the switch ports' queues, and the
+controller's port events. It never reads what was injected.
+
+Collectives are periodic and every rank does the same work, so a window after a change is compared
+with a window before it (a fault-free trial's, or the job's own first iterations): C4's approach
+(arXiv 2406.04594), which found faulty components from the collective library's timings.
+
+- link-down, switch-down: the controller saw a port go down (all of a switch's ports: the switch);
+  two downs of one link in the window: it flaps (still link-down, at that link).
+- link-slow: a switch port whose queue grew (mean packets after less before at least QUEUE_GROWTH,
+  and QUEUE_RATIO times before): the link it feeds runs below what its traffic offers. (A host's own
+  egress is not an operator's to sample; the switch port facing it is, and fills for traffic into a
+  slowed host link.)
+- rank-hung, rank-slow: from each rank's own delay in each step, the part of the step's time that
+  nothing outside the rank explains: from the later of its previous step's end, its sender's
+  handing over the step's message and, where its send waited for a clear-to-send, its receiver's
+  being ready, to its step's end; and, for the first step, how much later than the first rank it started.
+  A rank waiting for data that came late owes nothing; the rank that made it late does. A rank with
+  one own delay of HANG_S or more (HANG_RATIO times the most before) is hung. A rank held back by
+  its CPU (a share too small for it) stalls now and then, for up to a scheduling period: its own
+  delays spike. A spike is what an own delay has above SPIKE_TIMES x the window's median own delay
+  plus SPIKE_FLOOR_S; a rank whose spikes grew by SPIKE_GROWTH_S or more per step on average,
+  RANK_RATIO times as much as any other rank's, is slow; so is one whose own delays grew evenly by
+  RANK_FLOOR_S or more per step, RANK_RATIO times as much as any other rank's.
+The confidence is how far the finding stands above the next candidate (0 to 1).
+"""
+import statistics
+from dataclasses import dataclass
+
+QUEUE_GROWTH, QUEUE_RATIO = 5.0, 3.0      # packets, times
+HANG_S, HANG_RATIO = 1.0, 3.0
+RANK_RATIO, RANK_FLOOR_S = 3.0, 0.002
+SPIKE_TIMES, SPIKE_FLOOR_S, SPIKE_GROWTH_S = 2.0, 0.005, 0.001
+KINDS = ("none", "link-slow", "link-down", "switch-down", "rank-slow", "rank-hung")
+
+
+@dataclass(frozen=True)
+class Finding:
+    kind: str             # one of KINDS
+    where: str            # a link (A-B, by labels), a switch label, "rank N", or ""
+    confidence: float     # 0 to 1
+    evidence: str         # what it rests on, in words
+    at: float | None = None   # when the first evidence was seen (monotonic seconds), if known
+
+    def to_dict(self):
+        return {"kind": self.kind, "where": self.where, "confidence": round(self.confidence, 3),
+                "evidence": self.evidence, "at": self.at}
+
+
+@dataclass
+class Window:
+    """What was measured over a span, on the monotonic clock: timing = [per iteration: [per rank:
+    {"start", "steps": [[sent, end, from, to, rendezvous]]}]] (``programs.rank``); queues = {port: [(time,
+    packets, bytes, drops)]}; events = [(time, switch, port, up)]."""
+    timing: list
+    queues: dict
+    events: list
+
+
+def own_delays(iteration):
+    """{rank: [its own delay in seconds: how late it started, then per step]} for one iteration's
+    timing (see the module's docstring)."""
+    first = min(t["start"] for t in iteration)
+    ready = lambda t, k: t["start"] if k == 0 else t["steps"][k - 1][1]
+    out = {}
+    for r, t in enumerate(iteration):
+        delays = [t["start"] - first]
+        for k, (_, end, sender, receiver, rendezvous) in enumerate(t["steps"]):
+            gate = ready(t, k)
+            if sender is not None and k < len(iteration[sender]["steps"]):
+                gate = max(gate, iteration[sender]["steps"][k][0])
+            if rendezvous and k < len(iteration[receiver]["steps"]):
+                gate = max(gate, ready(iteration[receiver], k))
+            delays.append(max(0.0, end - gate))
+        out[r] = delays
+    return out
+
+
+def window_delays(timing):
+    """{rank: every own delay over the window's iterations}"""
+    out = {}
+    for iteration in timing:
+        for r, delays in own_delays(iteration).items():
+            out.setdefault(r, []).extend(delays)
+    return out
+
+
+def _mean_packets(samples):
+    return statistics.mean(p for _, p, _, _ in samples) if samples else 0.0
+
+
+def port_finding(topo, before, after):
+    """link-down or switch-down from the controller's port events of `after`, or None."""
+    downs = [(t, switch, port) for t, switch, port, up in after.events if not up]
+    if not downs:
+        return None
+    links = {}
+    for t, switch, port in downs:
+        link = topo.link_at(switch, port)
+        if link is not None:
+            links.setdefault(link, []).append(t)
+    by_switch = {}
+    for link in links:
+        for node in (link.a, link.b):
+            if node in topo.switches:
+                by_switch.setdefault(node, set()).add(link)
+    for switch, gone in by_switch.items():
+        if len(gone) == sum(1 for link in topo.links if switch in (link.a, link.b)) and len(gone) > 1:
+            return Finding("switch-down", topo.label(switch), 1.0, f"all {len(gone)} ports of {topo.label(switch)} "
+                           "went down", min(t for link in gone for t in links[link]))
+    link, times = max(links.items(), key=lambda item: len(item[1]))
+    flapping = " (down twice or more: flapping)" if len(times) > 1 else ""
+    second = sorted((len(t) for t in links.values()), reverse=True)[1:2]
+    confidence = 1.0 if not second else 1 - second[0] / (len(times) + 1)
+    return Finding("link-down", link_label(topo, link), confidence, f"the controller saw {len(times)} port-down "
+                   f"event(s) on it{flapping}", min(times))
+
+
+def queue_finding(topo, before, after):
+    """link-slow at the port whose queue grew most, or None."""
+    growth = []
+    for port, samples in after.queues.items():
+        now, then = _mean_packets(samples), _mean_packets(before.queues.get(port, []))
+        if now - then >= QUEUE_GROWTH and now >= QUEUE_RATIO * max(then, 0.5):
+            growth.append((now - then, port, now, then, samples))
+    if not growth:
+        return None
+    growth.sort(reverse=True)
+    top, port, now, then, samples = growth[0]
+    second = growth[1][0] if len(growth) > 1 else 0.0
+    node, number = port.rsplit("-eth", 1)
+    link = topo.link_at(node, int(number))
+    first = next((t for t, p, _, _ in samples if p >= QUEUE_GROWTH), None)
+    return Finding("link-slow", link_label(topo, link) if link else port, 1 - second / top,
+                   f"the queue at {topo.label(node)}:{number} grew from {then:.1f} to {now:.1f} packets", first)
+
+
+def rank_finding(before, after):
+    """rank-hung or rank-slow from the ranks' own delays, or None."""
+    now, was = window_delays(after.timing), window_delays(before.timing)
+    if len(now) < 2:
+        return None
+    ranks = sorted(now)
+    worst = {r: max(now[r]) for r in ranks}
+    before_worst = max((x for xs in was.values() for x in xs), default=0.0)
+    hung = max(ranks, key=worst.get)
+    second = sorted(worst.values())[-2]
+    if worst[hung] >= HANG_S and worst[hung] >= HANG_RATIO * before_worst:
+        return Finding("rank-hung", f"rank {hung}", 1 - second / worst[hung],
+                       f"rank {hung} held the others up {worst[hung]:.2f} s in one step (before, any rank at most "
+                       f"{before_worst:.3f} s)")
+    spikes_now, spikes_was = spikes(now), spikes(was)
+    grew = {r: spikes_now[r] - spikes_was.get(r, 0.0) for r in ranks}
+    slow, others = standout(grew)
+    if grew[slow] >= SPIKE_GROWTH_S and grew[slow] >= RANK_RATIO * others:
+        return Finding("rank-slow", f"rank {slow}", 1 - others / grew[slow],
+                       f"rank {slow} stalled the others {spikes_now[slow] * 1e3:.1f} ms per step on average in "
+                       f"spikes up to {worst[slow] * 1e3:.0f} ms ({grew[slow] * 1e3:.1f} ms more than before; any other "
+                       f"rank {others * 1e3:.1f} ms more at most)")
+    mean = {r: statistics.mean(now[r]) for r in ranks}
+    grew = {r: mean[r] - (statistics.mean(was[r]) if was.get(r) else 0.0) for r in ranks}
+    slow, others = standout(grew)
+    if grew[slow] >= RANK_FLOOR_S and grew[slow] >= RANK_RATIO * others:
+        return Finding("rank-slow", f"rank {slow}", 1 - others / grew[slow],
+                       f"rank {slow} held the others up {mean[slow] * 1e3:.1f} ms per step on average, "
+                       f"{grew[slow] * 1e3:.1f} ms more than before (any other rank {others * 1e3:.1f} ms more at most)")
+    return None
+
+
+def spikes(delays):
+    """{rank: its own delays' excess over SPIKE_TIMES x the window's median own delay plus
+    SPIKE_FLOOR_S, per step}"""
+    every = [d for ds in delays.values() for d in ds]
+    if not every:
+        return {}
+    limit = SPIKE_TIMES * statistics.median(every) + SPIKE_FLOOR_S
+    return {r: sum(max(0.0, d - limit) for d in ds) / len(ds) for r, ds in delays.items() if ds}
+
+
+def standout(values):
+    """(the rank of the largest value, the largest of the others' or 0)"""
+    top = max(values, key=values.get)
+    return top, max([values[r] for r in values if r != top] + [0.0])
+
+
+def link_label(topo, link):
+    name = lambda node: topo.switches[node].label if node in topo.switches else node
+    return f"{name(link.a)}-{name(link.b)}"
+
+
+def diagnose(topo, before, after):
+    """The fault that `after` shows against `before` (Windows), in the order an operator trusts the
+    evidence: port events, queues, then the ranks' own timings; Finding('none') when nothing stands out."""
+    for finding in (port_finding(topo, before, after), queue_finding(topo, before, after),
+                    rank_finding(before, after)):
+        if finding is not None:
+            return finding
+    return Finding("none", "", 1.0, "nothing stands out against the window before")

@@ -1,0 +1,83 @@
+"""Faults on real packets, each located by the detector from what an operator sees: a link slowed
+by the user's own `tc` command (from outside the testbed), a link cut, a switch down, a rank slowed
+to a CPU share and a rank stopped, on a small Clos with a Ring running back to back; every
+injection undone when its time is up (test_fault_cleanup: at the run's end and after Ctrl-C)."""
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import testbed
+from testbed.api import Comm
+from testbed.collectives.placements import place
+from testbed.emulation import faults
+from testbed.emulation.events import Timeline
+from testbed.topology import LeafSpine
+
+SIZE = 256 << 10
+BEFORE, DURING = 3.0, 4.0
+
+
+@pytest.fixture(scope="module")
+def running(tmp_path_factory):
+    topo = LeafSpine(2, 2, 2)      # h0 h1 on leaf0, h2 h3 on leaf1; two spines
+    schedule, hosts = place("ring", topo)
+    with testbed.emulate(topo, "ecmp", folder=tmp_path_factory.mktemp("faults")) as emu:
+        with emu.watch(Comm(schedule, tuple(hosts)), SIZE, stall_limit=15) as watch:
+            yield emu, watch
+
+
+def located(emu, watch, events=(), action=None, undo=None):
+    """The detector's finding for a fault: BEFORE seconds of the job, then the fault for DURING
+    (events on a Timeline, or action() and undo() run here), then the job settles."""
+    start = watch.now()
+    watch.wait(start + BEFORE)
+    inject = watch.now()
+    if action:
+        action()
+    with Timeline(list(events)):
+        watch.wait(inject + DURING)
+    if undo:
+        undo()
+    end = watch.now()
+    watch.wait(end + 2.0)
+    assert watch.alive(), watch.error
+    return watch.diagnose((start, inject), (inject, end))
+
+
+def switch_name(topo, label):
+    return next(s.name for s in topo.switches.values() if s.label == label)
+
+
+def test_a_link_slowed_by_the_users_own_tc_is_found_slow(running):
+    emu, watch = running
+    topo = emu.topo
+    link = faults.find_link(topo, "h2-leaf1")
+    port = next(f"{n}-eth{p}" for n, p in link.ends() if n in topo.switches)
+    tc = lambda rate: subprocess.run(["tc", "class", "change", "dev", port, "parent", "1:", "classid", "1:10", "htb",
+                                      "rate", rate, "ceil", rate, "burst", "9014", "cburst", "9014"], check=True)
+    found = located(emu, watch, action=lambda: tc("3mbit"), undo=lambda: tc(f"{int(topo.rate)}mbit"))
+    assert (found.kind, set(found.where.split("-"))) == ("link-slow", {"h2", "leaf1"}), found
+
+
+def test_a_cut_link_and_a_switch_down_are_found_from_the_controllers_port_events(running):
+    emu, watch = running
+    found = located(emu, watch, emu.fault(faults.Fault("link-down", "leaf0-spine1", lasting=DURING - 1), watch))
+    assert (found.kind, set(found.where.split("-"))) == ("link-down", {"leaf0", "spine1"}), found
+    found = located(emu, watch, emu.fault(faults.Fault("switch-down", "spine0", lasting=DURING - 1), watch))
+    assert (found.kind, found.where) == ("switch-down", "spine0"), found
+
+
+def test_a_slowed_rank_and_a_stopped_rank_are_found_from_the_step_timings(running):
+    emu, watch = running
+    found = located(emu, watch, emu.fault(faults.Fault("slow-rank", "2", 0.002, lasting=DURING), watch))
+    assert (found.kind, found.where) == ("rank-slow", "rank 2"), found
+    assert not list(Path(faults.CGROUP_CPU / faults.CGROUP_PARENT).glob("*"))     # its cgroup is gone
+    found = located(emu, watch, emu.fault(faults.Fault("hang-rank", "1", lasting=1.5), watch))
+    assert (found.kind, found.where) == ("rank-hung", "rank 1"), found
+    assert watch.wrong() == 0
+
+
+def test_nothing_is_found_when_nothing_changed(running):
+    emu, watch = running
+    assert located(emu, watch).kind == "none"

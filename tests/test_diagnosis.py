@@ -1,0 +1,107 @@
+"""The fault detector on hand-made recordings of each kind, without root: it names the kind and the
+place from port events, queues and the ranks' step timestamps, and stays quiet on a window like
+the one before."""
+from testbed.fidelity.diagnosis import Window, diagnose
+from testbed.topology import LeafSpine
+
+TOPO = LeafSpine(2, 2, 2)       # leaf0 (tb1), leaf1 (tb2), spine0 (tb3), spine1 (tb4); h0 h1 | h2 h3
+
+
+def ring_timing(ranks=4, steps=6, wire=0.01, cpu=0.0005, slow=None, slow_s=0.0, hang=None, hang_s=0.0):
+    """One Ring iteration's timing as ranks report it (programs.rank): rank r sends to r+1 once its
+    previous step ended (plus its CPU time), and its step ends when its own send is handed over and
+    its predecessor's message has crossed the wire. A slow rank takes slow_s longer before every
+    send; a hung one stops for hang_s before its send of step 2."""
+    ready = [0.0] * ranks
+    out = [{"start": 0.0, "steps": []} for _ in range(ranks)]
+    for k in range(steps):
+        sent = [ready[r] + cpu + (slow_s if r == slow else 0.0) + (hang_s if r == hang and k == 2 else 0.0)
+                for r in range(ranks)]
+        for r in range(ranks):
+            before = (r - 1) % ranks
+            ready[r] = max(sent[r], sent[before] + wire)
+            out[r]["steps"].append([sent[r], ready[r], before, (r + 1) % ranks, int(k == 0)])
+    return out
+
+
+def window(timing=None, queues=None, events=()):
+    return Window([timing or ring_timing()] * 3, queues or {}, list(events))
+
+
+def quiet_queues(ports=("tb1-eth3", "tb1-eth4", "tb3-eth2", "tb4-eth2")):
+    return {p: [(0.01 * i, 1, 9000, 0) for i in range(50)] for p in ports}
+
+
+def test_a_window_like_the_one_before_is_no_fault():
+    assert diagnose(TOPO, window(queues=quiet_queues()), window(queues=quiet_queues())).kind == "none"
+
+
+def test_a_port_down_is_a_link_down_and_every_port_of_a_switch_is_the_switch():
+    after = window(events=[(5.0, "tb1", 3, False), (7.0, "tb1", 3, True)])
+    found = diagnose(TOPO, window(), after)
+    assert (found.kind, found.where, found.at) == ("link-down", "leaf0-spine0", 5.0)
+    flapping = window(events=[(5.0, "tb1", 3, False), (6.0, "tb1", 3, True), (7.0, "tb1", 3, False)])
+    assert "flapping" in diagnose(TOPO, window(), flapping).evidence
+    spine = window(events=[(5.0, "tb3", 1, False), (5.0, "tb3", 2, False)])
+    found = diagnose(TOPO, window(), spine)
+    assert (found.kind, found.where) == ("switch-down", "spine0")
+
+
+def test_a_queue_that_grew_is_a_slow_link_at_its_port():
+    queues = quiet_queues()
+    queues["tb1-eth3"] = [(0.01 * i, 40, 360000, 0) for i in range(50)]     # leaf0 -> spine0 backs up
+    found = diagnose(TOPO, window(queues=quiet_queues()), window(queues=queues))
+    assert (found.kind, found.where) == ("link-slow", "leaf0-spine0") and found.confidence > 0.9
+
+
+def test_a_queue_that_was_already_there_is_not_a_fault():
+    busy = quiet_queues()
+    busy["tb1-eth3"] = [(0.01 * i, 40, 360000, 0) for i in range(50)]      # an ECMP collision, before and after
+    assert diagnose(TOPO, window(queues=busy), window(queues=busy)).kind == "none"
+
+
+def test_a_rank_that_takes_longer_between_its_steps_is_slow():
+    after = window(ring_timing(slow=2, slow_s=0.02))
+    found = diagnose(TOPO, window(), after)
+    assert (found.kind, found.where) == ("rank-slow", "rank 2")
+
+
+def test_a_rank_its_cpu_share_stalls_now_and_then_is_slow():
+    """Throttled by a CPU quota, a rank stalls for up to a scheduling period in some steps; the
+    Ring then runs at its pace, and every rank's steps stretch, but only its own delays spike."""
+    def throttled(iteration):
+        timing = ring_timing(steps=12, hang=None)
+        for k in (3, 8):          # rank 1 stalls 120 ms before its send of steps 3 and 8
+            for step in range(k, 12):
+                for r in range(4):
+                    late = 0.12 if r == 1 or step > k else 0.0
+                    timing[r]["steps"][step] = [x + late if i < 2 else x for i, x in
+                                                enumerate(timing[r]["steps"][step])]
+        return timing
+    before = window(ring_timing(steps=12))
+    found = diagnose(TOPO, before, Window([throttled(i) for i in range(3)], {}, []))
+    assert (found.kind, found.where) == ("rank-slow", "rank 1"), found
+
+
+def test_a_rank_that_sat_out_a_step_is_hung():
+    after = window(ring_timing(hang=1, hang_s=3.0))
+    found = diagnose(TOPO, window(), after)
+    assert (found.kind, found.where) == ("rank-hung", "rank 1")
+
+
+def test_a_watchs_window_holds_the_iterations_that_ended_in_it_and_its_samples_and_events(tmp_path):
+    from types import SimpleNamespace
+
+    from testbed.api.watch import Watch
+    watch = Watch.__new__(Watch)
+    watch.offset = 1000.0                         # wall = monotonic + 1000
+    watch.iterations = [{"start": 0.0, "end": 1.0, "timing": "a", "wrong": 0},
+                        {"start": 1.0, "end": 2.5, "timing": "b", "wrong": 1},      # straddles 2.0
+                        {"start": 2.5, "end": 3.0, "timing": "c", "wrong": 0}]
+    watch.queues = SimpleNamespace(samples={"tb1-eth3": [(1000.0 + 0.5 * i, i, 0, 0) for i in range(8)]})
+    watch.log_path = tmp_path / "controller.log"
+    watch.log_path.write_text("port tb1:3 down at 1002.200: 1 links down\nport tb1:3 up at 1003.900: 0 links down\n")
+    before, after = watch.window(0.0, 2.0), watch.window(2.0, 3.0)
+    assert before.timing == ["a"] and after.timing == ["b", "c"]
+    assert [t for t, *_ in after.queues["tb1-eth3"]] == [2.0, 2.5, 3.0]
+    assert [round(t, 3) for t, *_ in after.events] == [2.2] and watch.wrong(2.0, 3.0) == 1

@@ -1,0 +1,138 @@
+"""Faults as text, their places on a fabric and their undoing, without root; the scenario's draw
+of places and its scoring."""
+import random
+import time
+
+import pytest
+
+from scenarios import fault_localisation as fl
+from testbed.emulation import faults
+from testbed.emulation.controller import port_events
+from testbed.emulation.events import Event, Timeline
+from testbed.errors import TestbedError
+from testbed.fidelity.diagnosis import Finding
+from testbed.topology import HPN7, BiGraph, LeafSpine
+
+
+def test_a_fault_reads_kind_place_how_and_when():
+    f = faults.Fault.parse("slow-link:U0-L1:0.25@8", lasting=5)
+    assert (f.kind, f.where, f.how, f.at, f.lasting, f.iteration) == ("slow-link", "U0-L1", 0.25, 8.0, 5, None)
+    assert faults.Fault.parse("hang-rank:3@5it").iteration == 5
+    assert faults.Fault.parse("flap:leaf0-spine1:0.5@2s").at == 2.0
+    assert faults.Fault.parse("port-down:h3:1").where == "h3:1"
+    assert "at 0.25 of its rate" in f.describe()
+    for bad, message in (("melt:U0", "unknown fault"), ("slow-link:U0-L1", "write slow-link:A-B:FRACTION"),
+                         ("slow-link:U0-L1:x", "should be a number"), ("flap:U0-L1:0", "period must be positive"),
+                         ("hang-rank:1@0it", "1 or later")):
+        with pytest.raises(TestbedError, match=message):
+            faults.Fault.parse(bad)
+
+
+def test_a_fault_is_checked_against_the_fabric_and_the_job():
+    topo = LeafSpine(2, 2, 2)
+    faults.Fault.parse("link-down:leaf0-spine1").check(topo, 4)
+    faults.Fault.parse("switch-down:spine0").check(topo, 4)
+    assert faults.find_link(topo, "h0-leaf0") is not None
+    for text, message in (("link-down:leaf0-leaf1", "no link between leaf0 and leaf1"),
+                          ("switch-down:h0", "h0 is no switch"), ("slow-rank:4:0.1", "ranks are 0 to 3"),
+                          ("port-down:h0:1", "port-down takes HOST:PORT")):
+        with pytest.raises(TestbedError, match=message):
+            faults.Fault.parse(text).check(topo, 4)
+    hpn = HPN7(2, 2, 2, 2)
+    link = faults.port_link(hpn, "h0:1")
+    assert "h0" in (link.a, link.b) and any(n in hpn.switches for n in (link.a, link.b))
+
+
+def test_a_cpu_share_becomes_a_cfs_period_and_quota_the_kernel_takes():
+    assert faults.CgroupLimit.bandwidth(0.25) == (100_000, 25_000)
+    assert faults.CgroupLimit.bandwidth(0.004) == (250_000, 1000)       # a longer period, not a quota below 1 ms
+    assert faults.CgroupLimit.bandwidth(faults.CgroupLimit.MIN_SHARE) == (1_000_000, 1000)
+
+
+def test_events_still_to_come_that_undo_run_when_the_block_ends():
+    done = []
+    events = [Event(0.0, lambda: done.append("down"), "down", [], False),
+              Event(30.0, lambda: done.append("up"), "up", [], True),
+              Event(40.0, lambda: done.append("down again"), "down again", [], False)]
+    with Timeline(events) as timeline:
+        time.sleep(0.2)
+    assert done == ["down", "up"] and [d.what for d in timeline.done] == ["down", "up"]
+
+
+def test_the_controllers_port_events_are_read_from_its_log(tmp_path):
+    log = tmp_path / "controller.log"
+    log.write_text("dpid 1: 4 route rules, 0 select groups installed\n"
+                   "port tb1:3 down at 1764110000.125: 1 links down; 4 rules changed on 2 switches in 1.5 ms\n"
+                   "port tb1:3 up at 1764110002.500: 0 links down; 4 rules changed on 2 switches in 1.2 ms\n")
+    assert port_events(log) == [(1764110000.125, "tb1", 3, False), (1764110002.5, "tb1", 3, True)]
+    assert port_events(tmp_path / "none.log") == []
+
+
+def test_random_faults_are_placed_where_the_job_is_and_scored_by_place():
+    topo = BiGraph(2, 8)
+    links = [topo.link_at("tb1", 1), topo.link_at("tb1", 3), topo.link_at("tb5", 1)]
+    rng = random.Random(1)
+    for kind in ("slow-link", "link-down", "flap", "switch-down", "slow-rank", "hang-rank"):
+        fault = fl.place_fault(faults.Fault(kind, "", 0.3, 0, 5), topo, links, rng, 16)
+        fault.check(topo, 16)
+        expected = fl.expected_place(fault, topo)
+        if kind in ("slow-link", "link-down", "flap"):
+            assert any(expected == {topo.label(n) if n in topo.switches else n for n in (l.a, l.b)} for l in links)
+        if kind == "switch-down":
+            assert expected <= {topo.label(n) for l in links for n in (l.a, l.b) if n in topo.switches}
+    found = Finding("link-slow", "L1-U0", 0.9, "")
+    assert fl.found_place(found) == fl.expected_place(faults.Fault.parse("slow-link:U0-L1:0.3"), topo)
+    hpn = HPN7(2, 2, 2, 2)
+    host_links = [l for l in hpn.links if "h0" in (l.a, l.b)]
+    fault = fl.place_fault(faults.Fault("port-down", "", 0, 0, 5), hpn, host_links, rng, 8)
+    assert fault.where in ("h0:0", "h0:1") and len(fl.expected_place(fault, hpn)) == 2
+
+
+def test_trials_cycle_through_the_kinds_each_fabric_has():
+    class Args:
+        trials, fault_free, hang_for, fault_for, design_trials, rate, queue = 7, 3, 2.0, 5.0, 3, 10.0, 100
+    rng = random.Random(3)
+    bigraph = fl.draw_trials(BiGraph(2, 8), list(fl.KINDS), Args, rng)
+    hpn = fl.draw_trials(HPN7(2, 2, 2, 2), list(fl.KINDS), Args, rng)
+    kinds = lambda trials: [t.fault.kind for t in trials if t.fault]
+    assert "port-down" not in kinds(bigraph) and len(set(kinds(bigraph))) == 6 and len(set(kinds(hpn))) == 7
+    assert sum(t.fault is None for t in bigraph + hpn) == 6
+    assert all(t.fault.lasting == (2.0 if t.fault.kind == "hang-rank" else 5.0) for t in bigraph + hpn if t.fault)
+
+
+def test_a_design_comparison_puts_the_same_fault_in_both_forms():
+    class Args:
+        trials, fault_free, hang_for, fault_for, design_trials, rate, queue = 7, 3, 2.0, 5.0, 3, 10.0, 100
+    for design in fl.DESIGNS:
+        a, b = fl.design_runs(design, [HPN7(2, 2, 2, 2)], Args, random.Random(5))
+        assert a.design == b.design == design and len(a.trials) == len(b.trials) == 3
+        for x, y in zip(a.trials, b.trials):
+            x.fault.check(a.topo, 8)
+            y.fault.check(b.topo, len(b.topo.hosts))
+            assert fl.expected_place(x.fault, a.topo) <= fl.expected_place(y.fault, b.topo) | \
+                fl.expected_place(x.fault, a.topo)
+    single = fl.design_runs("tor", [HPN7(2, 2, 2, 2)], Args, random.Random(5))[1]
+    assert all(len(t.fault.where.split("-")) == 2 for t in single.trials) and single.topo.tors == 1
+
+
+def test_the_score_has_a_confusion_table_and_wilson_intervals():
+    share, lo, hi = fl.wilson(9, 10)
+    assert share == 0.9 and 0.55 < lo < 0.6 and 0.98 < hi < 0.99
+    rows = [dict(injected="slow-link", found="link-slow", correct=True, kind_correct=True, detect_s=0.5,
+                 during_over_before=0.5),
+            dict(injected="slow-link", found="none", correct=False, kind_correct=False, detect_s=None,
+                 during_over_before=0.7),
+            dict(injected="none", found="none", correct=True, kind_correct=True, detect_s=None,
+                 during_over_before=1.0)]
+    lines = fl.summary_lines(rows)
+    assert any(l.startswith("  slow-link") and l.endswith("1/2") for l in lines)
+    assert "located correctly (kind and place): 1 of 2 = 50%" in "\n".join(lines)
+    assert "false alarms in fault-free trials: 0 of 1 = 0%" in "\n".join(lines)
+    assert "slow-link    during/before 0.60 [" in "\n".join(lines)
+
+
+def test_a_flapping_link_always_ends_up():
+    from testbed.emulation.events import toggles
+    assert toggles(0, 5, 1)[-1] == (5, True) and toggles(0, 5, 1)[:2] == [(0, False), (1, True)]
+    assert toggles(0, 5, 2) == [(0, False), (2, True), (4, False), (5, True)]
+    assert toggles(3, 4, 0) == [(3, False), (7, True)]

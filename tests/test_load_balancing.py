@@ -1,0 +1,58 @@
+"""The load-balancing schemes' fabrics and jobs, without root: uplinks at twice the rate with the
+same capacity, a job on part of every rack, pinned routes, and what each trial builds."""
+import run_scenario
+from scenarios import load_balancing as lb
+from testbed import routing
+from testbed.topology import HPN7, LeafSpine
+
+
+def capacity_up(topo, switch_role):
+    return sum(l.rate for l in topo.fabric_links() if topo.switches[l.a].role == switch_role
+               or topo.switches[l.b].role == switch_role) / sum(s.role == switch_role for s in topo.switches.values())
+
+
+def test_twice_the_uplink_rate_on_half_the_uplinks_keeps_a_leafs_capacity():
+    clos = LeafSpine(4, 4, 4)
+    fast = lb.uplink_form(clos)
+    assert fast.spines == 2 and fast.uplink_ratio == 2
+    assert capacity_up(fast, "leaf") == capacity_up(clos, "leaf") == 40
+    hpn = HPN7(2, 4, 2, 2)
+    fast = lb.uplink_form(hpn)
+    assert fast.aggs == 1 and capacity_up(fast, "tor") == capacity_up(hpn, "tor")
+
+
+def test_a_partly_allocated_job_takes_the_first_hosts_of_every_rack():
+    assert lb.part_of_racks(LeafSpine(4, 4, 4), 0.5) == ["h0", "h1", "h4", "h5", "h8", "h9", "h12", "h13"]
+    # pinned by destination, those hosts' indices fall on half the spines: Meta's failure case
+    topo = LeafSpine(4, 4, 4)
+    rules = routing.plan(topo, "pinned").rules[topo.switches["tb1"].dpid]
+    up = {ports[0] for _, dst, ports in rules
+          if dst in {topo.hosts[h].ports[0].ip for h in lb.part_of_racks(topo, 0.5)} and ports[0] > 4}
+    assert len(up) == 2
+
+
+def test_each_trial_builds_every_scheme_and_the_ecmp_runs_it_is_compared_with():
+    args = run_scenario.parser().parse_args(["load_balancing", "--also", "none", "--seed", "3"])
+    plan = lb.prepare(args)
+    (fabric,) = plan.fabrics_
+    built = {label: [scheme for scheme, _, _ in measured] for label, _, _, measured in lb.builds(plan, fabric)}
+    assert built == {"ecmp": ["ecmp", "streams-2", "streams-4", "streams-8", "streams-16", "ecmp-part"],
+                     "uplinks-2x": ["uplinks-2x"], "pinned": ["pinned", "pinned-part"], "planned": ["planned"]}
+    assert lb.baseline("pinned-part") == "ecmp-part" and lb.baseline("streams-4") == "ecmp"
+
+
+def test_the_model_runs_every_scheme_it_can_at_the_papers_scale_beside_their_figures():
+    args = run_scenario.parser().parse_args(["load_balancing", "--seed", "2", "--model-draws", "2",
+                                             "--model-topology", "leafspine:4,8,8", "--streams", "4"])
+    lines = lb.model_lines(lb.prepare(args))
+    said = "\n".join(lines)
+    for label in ("model streams-4", "model uplinks-2x", "model pinned-part"):
+        assert label in said
+    assert "Meta: AllReduce up to +40%" in said
+
+
+def test_a_rail_only_fabric_is_compared_with_a_non_blocking_rail_optimised_one_of_its_size():
+    args = run_scenario.parser().parse_args(["load_balancing", "--railonly", "4,2"])
+    rail, optimised = lb.rail_forms("4,2", args)
+    assert len(rail.hosts) == len(optimised.hosts) == 8
+    assert optimised.uplink_capacity == 1 and optimised.tors == 1 and optimised.segments == 1
