@@ -75,7 +75,7 @@ class PathInstaller(app_manager.OSKenApp):
             self.names = {s.dpid: s.name for s in self.topo.switches.values()}
         self.datapaths, self.groups = {}, {}       # dpid -> datapath; dpid -> {out ports: group id}
         self.learning = self.mode == "planned" and not self.flows and self.topo is not None
-        self.bytes, self.rates, self.counted = {}, [], {}   # learning: pair -> bytes; the last two readings
+        self.bytes, self.rates, self.counted = {}, [], {}   # learning: pair -> bytes; the last readings
         if self.learning:
             self.host_of = {nic.ip: nic.host for nic in self.topo.nic_ports()}
             hub.spawn(self.learn_long_flows)
