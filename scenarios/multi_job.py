@@ -240,11 +240,11 @@ def scale_model(seed, draws, mtu):
         topo, [pair for k in order for pair in job_pairs(jobs[k])]), "same")
     rows = []
     for d in range(draws):
-        drawn = [Draw(seed * 7919 + d * 64 + k) for k in range(len(jobs))]
-        alone = [together_model(topo, [job], ecmp, [draw], mtu)[0] for job, draw in zip(jobs, drawn)]
-        schemes = {"ecmp": together_model(topo, jobs, ecmp, drawn, mtu),
-                   "priority": together_model(topo, jobs, ecmp, drawn, mtu, high={order[0]}),
-                   "paths": together_model(topo, jobs, placed, drawn, mtu)}
+        drawn = lambda: [Draw(seed * 7919 + d * 64 + k) for k in range(len(jobs))]     # fresh for each use
+        alone = [together_model(topo, [job], ecmp, [draw], mtu)[0] for job, draw in zip(jobs, drawn())]
+        schemes = {"ecmp": together_model(topo, jobs, ecmp, drawn(), mtu),
+                   "priority": together_model(topo, jobs, ecmp, drawn(), mtu, high={order[0]}),
+                   "paths": together_model(topo, jobs, placed, drawn(), mtu)}
         for k in range(len(jobs)):
             rows.append({"trial": d, "form": "alone", "run": "alone", "job_index": k, "iteration_s": alone[k]})
             for scheme, times in schemes.items():
@@ -296,16 +296,18 @@ def measure(plan, seen):
     """One scheme's runs in one trial: with ECMP each job alone first, then every scheme all the
     jobs together; rows per job and run, with the model's iteration beside each."""
     def one(emu, form, draw, trial, folder):
-        draws = [Draw((plan.seed + trial) * 64 + k) for k in range(len(plan.jobs))]
+        # a Draw hands out its ports in turn: every run and every model takes fresh ones, so that a
+        # job has the same 5-tuples alone, together and in the model
+        draws = lambda: [Draw((plan.seed + trial) * 64 + k) for k in range(len(plan.jobs))]
         jobs = [replace(job, dscp=HIGH_DSCP) if form.priority and k == plan.order[0] else job
                 for k, job in enumerate(plan.jobs)]
         if form.label == "ecmp":
             for k, job in enumerate(jobs):
-                (row,) = emu.jobs([job], iters=plan.iters, draws=[draws[k]])
-                model = job_model(plan.topo, job, emu.routing, draws[k], plan.mtu)[0]
+                (row,) = emu.jobs([job], iters=plan.iters, draws=[draws()[k]])
+                model = job_model(plan.topo, job, emu.routing, draws()[k], plan.mtu)[0]
                 yield dict(row, run="alone", job_index=k, model_iteration_s=model and round(compute_s(job) + model, 4))
-        rows = emu.jobs(jobs, iters=plan.iters, draws=draws, capture="together")
-        model = together_model(plan.topo, jobs, emu.routing, draws, plan.mtu,
+        rows = emu.jobs(jobs, iters=plan.iters, draws=draws(), capture="together")
+        model = together_model(plan.topo, jobs, emu.routing, draws(), plan.mtu,
                                high={plan.order[0]} if form.priority else ())
         for k, (row, expected) in enumerate(zip(rows, model)):
             seen.setdefault(trial, {})[form.label] = rows

@@ -15,3 +15,31 @@ def test_the_segment_model_compares_every_scheme_over_the_draws():
     for r in rows:
         if r["form"] == "ecmp":                      # together never beats alone under the same hashing
             assert r["iteration_s"] >= alone[r["trial"], r["job_index"]] - 1e-9
+
+
+def test_a_job_has_the_same_5_tuples_alone_together_and_in_the_model(monkeypatch):
+    """A Draw hands out ports in turn: a run and its model given one Draw object would differ."""
+    import run_scenario
+    from testbed.routing import plan as routes
+    plan = mj.prepare(run_scenario.parser().parse_args(["multi_job", "--seed", "5", "--trials", "2"]))
+    taken, connections = [], mj.job_connections
+
+    def recorded(job, draw):
+        schedule, conns = connections(job, draw)
+        taken.append((job.name, sorted((c.src, c.dst, c.sport) for p in conns.values() for cs in p.values() for c in cs)))
+        return schedule, conns
+
+    class Emu:
+        routing = routes(plan.topo, "ecmp")
+
+        def jobs(self, jobs, iters, draws, capture=None):
+            for job, draw in zip(jobs, draws):
+                recorded(job, draw)                  # the run opens its connections from the draw
+            return [{"iteration_s": 1.0, "wrong": 0} for _ in jobs]
+
+    monkeypatch.setattr(mj, "job_connections", recorded)
+    (ecmp,) = [f for f in mj.forms(plan) if f.label == "ecmp"]
+    list(mj.measure(plan, {})(Emu(), ecmp, None, 0, None))
+    for job in plan.jobs:
+        mine = [ports for name, ports in taken if name == job.name]
+        assert len(mine) == 4 and all(ports == mine[0] for ports in mine), job.name   # alone, its model, together, its model
