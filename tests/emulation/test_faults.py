@@ -1,5 +1,5 @@
 """Faults on real packets, each located by the detector from what an operator sees: a link slowed
-by the user's own `tc` command (from outside the testbed), a link cut, a switch down, a rank slowed
+by the user's own `tc` command (from outside the testbed), a link cut or flapping, a switch down, a rank slowed
 to a CPU share and a rank stopped, on a small Clos with a Ring running back to back; every
 injection undone when its time is up (test_fault_cleanup: at the run's end and after Ctrl-C)."""
 import subprocess
@@ -81,3 +81,10 @@ def test_a_slowed_rank_and_a_stopped_rank_are_found_from_the_step_timings(runnin
 def test_nothing_is_found_when_nothing_changed(running):
     emu, watch = running
     assert located(emu, watch).kind == "none"
+
+
+def test_a_flapping_link_is_found_down_where_it_flaps(running):
+    emu, watch = running
+    found = located(emu, watch, emu.fault(faults.Fault("flap", "leaf1-spine0", 0.5, lasting=DURING - 1), watch))
+    assert (found.kind, set(found.where.split("-"))) == ("link-down", {"leaf1", "spine0"}), found
+    assert watch.wrong() == 0
