@@ -77,13 +77,13 @@ def test_random_faults_are_placed_where_the_job_is_and_scored_by_place():
         fault.check(topo, 16)
         expected = fl.expected_place(fault, topo)
         if kind in ("slow-link", "link-down", "flap"):
-            assert any(expected == {topo.label(n) if n in topo.switches else n for n in (l.a, l.b)} for l in links)
+            assert any(expected == {topo.label(n) if n in topo.switches else n for n in (link.a, link.b)} for link in links)
         if kind == "switch-down":
-            assert expected <= {topo.label(n) for l in links for n in (l.a, l.b) if n in topo.switches}
+            assert expected <= {topo.label(n) for link in links for n in (link.a, link.b) if n in topo.switches}
     found = Finding("link-slow", "L1-U0", 0.9, "")
     assert fl.found_place(found) == fl.expected_place(faults.Fault.parse("slow-link:U0-L1:0.3"), topo)
     hpn = HPN7(2, 2, 2, 2)
-    host_links = [l for l in hpn.links if "h0" in (l.a, l.b)]
+    host_links = [link for link in hpn.links if "h0" in (link.a, link.b)]
     fault = fl.place_fault(faults.Fault("port-down", "", 0, 0, 5), hpn, host_links, rng, 8)
     assert fault.where in ("h0:0", "h0:1") and len(fl.expected_place(fault, hpn)) == 2
 
@@ -125,7 +125,7 @@ def test_the_score_has_a_confusion_table_and_wilson_intervals():
             dict(injected="none", found="none", correct=True, kind_correct=True, detect_s=None,
                  during_over_before=1.0)]
     lines = fl.summary_lines(rows)
-    assert any(l.startswith("  slow-link") and l.endswith("1/2") for l in lines)
+    assert any(line.startswith("  slow-link") and line.endswith("1/2") for line in lines)
     assert "located correctly (kind and place): 1 of 2 = 50%" in "\n".join(lines)
     assert "false alarms in fault-free trials: 0 of 1 = 0%" in "\n".join(lines)
     assert "slow-link    during/before 0.60 [" in "\n".join(lines)

@@ -7,8 +7,8 @@ from testbed.topology import HPN7, LeafSpine
 
 
 def capacity_up(topo, switch_role):
-    return sum(l.rate for l in topo.fabric_links() if topo.switches[l.a].role == switch_role
-               or topo.switches[l.b].role == switch_role) / sum(s.role == switch_role for s in topo.switches.values())
+    return sum(link.rate for link in topo.fabric_links() if topo.switches[link.a].role == switch_role
+               or topo.switches[link.b].role == switch_role) / sum(s.role == switch_role for s in topo.switches.values())
 
 
 def test_twice_the_uplink_rate_on_half_the_uplinks_keeps_a_leafs_capacity():
