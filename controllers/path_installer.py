@@ -22,8 +22,9 @@ Under ``planned`` routing without flows given, the app learns the long flows its
 it reads every switch's per-pair rule counters every LEARN_POLL_S seconds, takes the host pairs
 that sent at LONG_FLOW_SHARE of the link rate or more on average over the last LEARN_READINGS
 readings as long flows, busiest first, and places them on paths apart (``routing.plan``'s planned
-mode) whenever new ones appear; a flow once placed keeps its place. (A collective's pairs send in bursts, a step at a time: over a
-window of a few iterations, the pairs that carry its large steps stand out.)
+mode) whenever new ones appear; a flow once placed keeps its place. (A collective's pairs send in
+bursts, a step at a time: over a window of a few iterations, the pairs that carry its large steps
+stand out.)
 
 An operator (or a fault detector) can drain links: the app watches the ``--drain`` file, a JSON
 list of links as [switch, port, node, port], and routes around the links it names, up or not,
@@ -164,11 +165,13 @@ class PathInstaller(app_manager.OSKenApp):
         if len(self.rates) < LEARN_READINGS:
             return
         span = sum(s for _, s in self.rates)
-        rates = {pair: sum(r.get(pair, 0) for r, _ in self.rates) / span for pair in {p for r, _ in self.rates for p in r}}
+        pairs = {p for r, _ in self.rates for p in r}
+        rates = {pair: sum(r.get(pair, 0) for r, _ in self.rates) / span for pair in pairs}
         floor = LONG_FLOW_SHARE * self.topo.bytes_per_s
         long = [pair for pair, rate in sorted(rates.items(), key=lambda item: (-item[1], item[0])) if rate >= floor]
-        new = [[self.host_of[src], self.host_of[dst]] for src, dst in long
-               if src in self.host_of and dst in self.host_of and [self.host_of[src], self.host_of[dst]] not in self.flows]
+        known = [[self.host_of[src], self.host_of[dst]] for src, dst in long
+                 if src in self.host_of and dst in self.host_of]
+        new = [flow for flow in known if flow not in self.flows]
         if new:      # a flow once placed keeps its place: paths that move with every reading disturb more than they win
             started, self.flows = time.monotonic(), self.flows + new
             flows = self.flows

@@ -35,11 +35,11 @@ from testbed.api import Comm
 from testbed.collectives.data import ELEMENT_BYTES
 from testbed.collectives.placements import place
 from testbed.emulation import faults
-from testbed.emulation.cpu import CpuMonitor
 from testbed.emulation.events import Timeline
 from testbed.emulation.network import DEFAULT_MTU
 from testbed.emulation.shaping import netem_available
 from testbed.errors import TestbedError
+from testbed.experiments.watched import run_watched
 from testbed.fidelity.diagnosis import KINDS as FOUND_KINDS
 from testbed.report.paired import Comparison, figure, interval
 from testbed.routing.hashing import Draw, Placer
@@ -152,7 +152,8 @@ def prepare(args):
         raise TestbedError(f"--hang-for must be between 0.2 s and --fault-for ({args.fault_for:g} s); "
                            f"got {args.hang_for:g}")
     if args.stall_limit < args.fault_for + 5:
-        raise TestbedError(f"--stall-limit must outlast a fault by 5 s or more: use --stall-limit {args.fault_for + 5:g}")
+        raise TestbedError("--stall-limit must outlast a fault by 5 s or more: "
+                           f"use --stall-limit {args.fault_for + 5:g}")
     kinds = kinds_of(args.kinds)
     designs = [] if args.designs == "none" else names(args.designs, "--designs", DESIGNS)
     seed = args.seed if args.seed is not None else int(time.time() * 1000) % 1_000_000
@@ -214,8 +215,8 @@ def design_runs(name, topos, args, rng):
         links = clos.fabric_links()
         chosen = [rng.choice(links) for _ in range(n)]
         how = [round(rng.uniform(0.15, 0.4), 2) for _ in range(n)]
-        trials = tuple(Trial(t, faults.Fault("slow-link", f"{clos.label(l.a)}-{clos.label(l.b)}", how[t], 0.0,
-                                             args.fault_for)) for t, l in enumerate(chosen))
+        trials = tuple(Trial(t, faults.Fault("slow-link", f"{clos.label(link.a)}-{clos.label(link.b)}", how[t], 0.0,
+                                             args.fault_for)) for t, link in enumerate(chosen))
         return [Run("deterministic", clos, "deterministic", trials, name), Run("ecmp", clos, "ecmp", trials, name)]
     base = next((t for t in topos if isinstance(t, HPN7)), None) or HPN7(2, 2, 2, 2, **kw)
     size = (base.segments, base.servers, base.rails, base.aggs)
@@ -224,11 +225,10 @@ def design_runs(name, topos, args, rng):
         hosts = [rng.choice(sorted(dual.hosts)) for _ in range(n)]
         ports = [rng.randrange(2) for _ in range(n)]
         only = lambda h: single.label(single.attachment(single.hosts[h].ports[0])[0])
-        return [Run("dual-ToR", dual, "ecmp", tuple(Trial(t, faults.Fault("port-down", f"{h}:{p}", 0, 0.0, args.fault_for))
-                                                    for t, (h, p) in enumerate(zip(hosts, ports))), name),
-                Run("single-ToR", single, "ecmp", tuple(Trial(t, faults.Fault("link-down", f"{h}-{only(h)}", 0, 0.0,
-                                                                              args.fault_for))
-                                                        for t, h in enumerate(hosts)), name)]
+        port_down = [faults.Fault("port-down", f"{h}:{p}", 0, 0.0, args.fault_for) for h, p in zip(hosts, ports)]
+        link_down = [faults.Fault("link-down", f"{h}-{only(h)}", 0, 0.0, args.fault_for) for h in hosts]
+        return [Run("dual-ToR", dual, "ecmp", tuple(Trial(t, f) for t, f in enumerate(port_down)), name),
+                Run("single-ToR", single, "ecmp", tuple(Trial(t, f) for t, f in enumerate(link_down)), name)]
     dual, single = HPN7(*size, planes=2, tors=2, **kw), HPN7(*size, planes=1, tors=2, **kw)
     aggs = [rng.randrange(base.aggs) for _ in range(n)]
     planes = [rng.randrange(2) for _ in range(n)]
@@ -376,7 +376,8 @@ def run_trial(emu, watch, trial, plan, topo, links, rng):
             "detect_s": None if detect is None else round(detect, 2),
             "busbw_before_MBps": round(b / 1e6, 4), "busbw_during_MBps": round(d / 1e6, 4),
             "during_over_before": round(d / b, 3) if b else None, "iterations": len(watch.ran(start, watch.now())),
-            "wrong": watch.wrong(start, watch.now()), "evidence": found.evidence, "events": [e.what for e in timeline.done],
+            "wrong": watch.wrong(start, watch.now()), "evidence": found.evidence,
+            "events": [e.what for e in timeline.done],
             "event_error": timeline.error, "job_error": watch.error,
             "emulator_bottleneck": cpu_before.result()["emulator_bottleneck"] or
             cpu_during.result()["emulator_bottleneck"],
@@ -419,29 +420,19 @@ def first_detection(watch, before, inject, undone, expected):
 
 # --- a fabric, and the run ---------------------------------------------------------------------
 def run_one(experiment, plan, k, run, keep):
-    """Every trial of a run on one emulation; a job that gives up (a stall past the limit) is
-    started again for the next trial. The forms of a design share their draw (and so their
-    5-tuples)."""
+    """Every trial of a run on one emulation (``experiments.watched``). The forms of a design share
+    their draw (and so their 5-tuples)."""
     topo = run.topo
     rng = random.Random(plan.seed * 1009 + k)
     schedule, hosts = place(plan.algorithm, topo)
-    comm = Comm(schedule, tuple(hosts))
-    pending = list(run.trials)
     bond = "round-robin" if multi_port(topo) else "hash"
     draw_seed = plan.seed + (DESIGNS.index(run.design) + 100 if run.design else k)
-    folder = experiment.results.path / (f"{run.design}_{run.label}" if run.design else f"fabric{k}")
-    with experiment.emulate(topo, run.routing, folder=folder, mtu=plan.mtu) as emu:
-        check = emu.check()
-        print("\n".join(check.lines))
-        while pending:
-            with emu.watch(comm, plan.size, draw=Draw(draw_seed, bond), stall_limit=plan.stall_limit) as watch:
-                links = job_links(topo, emu, watch, Draw(draw_seed, bond))
-                while pending and watch.alive():
-                    row = run_trial(emu, watch, pending.pop(0), plan, topo, links, rng)
-                    keep(dict(row, run=run.label, design=run.design))
-            if watch.error:
-                print(f"  the job gave up ({watch.error}); starting it again", flush=True)
-    return check
+    return run_watched(experiment, topo, run.routing, Comm(schedule, tuple(hosts)), plan.size, run.trials,
+                       lambda emu, watch, trial, links: run_trial(emu, watch, trial, plan, topo, links, rng),
+                       draw=Draw(draw_seed, bond), stall_limit=plan.stall_limit, mtu=plan.mtu,
+                       folder=experiment.results.path / (f"{run.design}_{run.label}" if run.design else f"fabric{k}"),
+                       on_row=lambda row: keep(dict(row, run=run.label, design=run.design)),
+                       prepare=lambda emu, watch: job_links(topo, emu, watch, Draw(draw_seed, bond)))
 
 
 def wilson(k, n):
@@ -504,8 +495,8 @@ def summary_lines(rows):
             regained = Comparison("busbw under the fault", ("until the reaction", "after it"),
                                   [(r["busbw_until_react_MBps"], r["busbw_after_react_MBps"]) for r in reacted], 3)
             lines.append(f"  {regained.line()}")
-            lines.append("  after it, of the window before the fault: " + ", ".join(
-                f"{r['busbw_after_react_MBps'] / r['busbw_before_MBps']:.2f}" for r in reacted if r["busbw_before_MBps"]))
+            shares = [r["busbw_after_react_MBps"] / r["busbw_before_MBps"] for r in reacted if r["busbw_before_MBps"]]
+            lines.append("  after it, of the window before the fault: " + ", ".join(f"{s:.2f}" for s in shares))
     return lines
 
 

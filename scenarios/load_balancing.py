@@ -33,10 +33,9 @@ from testbed.collectives.connections import rank_connections
 from testbed.collectives.data import ELEMENT_BYTES
 from testbed.collectives.placements import place
 from testbed.errors import TestbedError
-from testbed.experiments.trials import compare
+from testbed.experiments.trials import Form, compare, run_trials
 from testbed.fidelity import predict
 from testbed.fidelity.verdict import describe_all
-from testbed.report.paired import trial_order
 from testbed.routing.hashing import Draw, Placer
 from testbed.topology import HPN7, LeafSpine, from_spec
 
@@ -166,7 +165,8 @@ def prepare(args):
         raise TestbedError(f"--streams: at most 16 connections per peer (got {max(streams)})")
     collectives = names(args.collectives, "--collectives", VARIANTS)
     if not 0 < args.allocated < 1:
-        raise TestbedError(f"--allocated must be between 0 and 1: the share of each rack a job gets (got {args.allocated})")
+        raise TestbedError("--allocated must be between 0 and 1: the share of each rack a job gets "
+                           f"(got {args.allocated})")
     fabrics = []
     for spec in specs:
         topo = api.fabric(spec, rate=args.rate, queue=args.queue, delay=args.delay, mtu=args.mtu)
@@ -210,7 +210,7 @@ def prepare(args):
 
 # --- measuring -------------------------------------------------------------------------------
 def builds(plan, fabric):
-    """[(build label, fabric, routing, [(scheme, job, streams)])] of one trial on one fabric."""
+    """[(build label, fabric, routing, [(scheme, job, streams)])] of one fabric in a trial."""
     ecmp = [("ecmp", "all", 1)] + ([(f"streams-{n}", "all", n) for n in plan.streams if n > 1]
                                    if "streams" in plan.schemes else [])
     if "pinned" in plan.schemes:
@@ -225,7 +225,21 @@ def builds(plan, fabric):
     return out
 
 
-def measure_build(emu, plan, fabric, measured, trial, draw_seed, keep):
+def forms(plan):
+    """Every build of a trial as a form of the shared runner, with what it measures: {label:
+    (form, measure(emu, draw) -> rows)}; the rail comparison's two fabrics last."""
+    out = {}
+    for k, fabric in enumerate(plan.fabrics_):
+        for label, topo, routing_mode, measured in builds(plan, fabric):
+            out[f"{k}-{label}"] = (Form(f"{k}-{label}", topo, routing_mode),
+                                   lambda emu, draw, f=fabric, m=measured: measure_build(emu, plan, f, m, draw))
+    for label, topo in zip(("rail-only", "rail-optimised"), plan.rails):
+        out[label] = (Form(label, topo, "deterministic" if label == "rail-only" else "ecmp"),
+                      lambda emu, draw, label=label: measure_rails(emu, plan, label, draw))
+    return out
+
+
+def measure_build(emu, plan, fabric, measured, draw):
     """Every (scheme, job, streams) of one build, for each collective (and the workload)."""
     for scheme, job, streams in measured:
         hosts = fabric.jobs[job]
@@ -234,30 +248,29 @@ def measure_build(emu, plan, fabric, measured, trial, draw_seed, keep):
             comm = Comm(schedule, tuple(hosts), streams, f"{collective} {scheme}")
             # a learning controller needs the traffic to run a while (4 readings of 0.5 s) to place it
             warmup = 6 if emu.routing.mode == "planned" else 1
-            got = emu.collectives([comm], plan.size, iters=plan.iters, warmup=warmup, draw=Draw(draw_seed),
+            got = emu.collectives([comm], plan.size, iters=plan.iters, warmup=warmup, draw=draw,
                                   name=f"{scheme}-{collective}")
-            row = got.rows[0]
-            keep(dict(row, fabric=fabric.label, trial=trial, scheme=scheme, job=job, streams=streams,
-                      workload=collective, form=scheme))
+            yield dict(got.rows[0], fabric=fabric.label, scheme=scheme, job=job, streams=streams,
+                       workload=collective)
         if plan.workload is not None:
             name, read, scale = plan.workload
             groups = read.groups()
             job_hosts = tuple(fabric.jobs["all"][:groups.gpus])
             row = emu.jobs([Job(f"workload {scheme}", read, groups, job_hosts, scale, streams=streams,
-                                family="hd")], iters=plan.iters, draws=[Draw(draw_seed)])[0]
-            keep(dict(row, fabric=fabric.label, trial=trial, scheme=scheme, job=job, streams=streams,
-                      workload="workload", form=scheme, busbw_over_link=None,
-                      iteration_inverse=1 / row["iteration_s"] if row.get("iteration_s") else None))
+                                family="hd")], iters=plan.iters, draws=[draw])[0]
+            yield dict(row, fabric=fabric.label, scheme=scheme, job=job, streams=streams, workload="workload",
+                       busbw_over_link=None,
+                       iteration_inverse=1 / row["iteration_s"] if row.get("iteration_s") else None)
 
 
-def measure_rails(emu, plan, label, trial, keep):
+def measure_rails(emu, plan, label, draw):
     """Each collective over every accelerator of one of the rail comparison's fabrics."""
     for collective in plan.collectives:
         schedule, hosts = place(VARIANTS[collective], emu.topo, collective)
         got = emu.collectives([Comm(schedule, tuple(hosts), 1, f"{collective} {label}")], plan.size,
-                              iters=plan.iters, draw=Draw(plan.seed + trial), name=f"{label}-{collective}")
-        keep(dict(got.rows[0], fabric="rails", trial=trial, scheme=label, job="all", streams=1,
-                  workload=collective, form=label, time_s=got.rows[0]["time_us"] / 1e6))
+                              iters=plan.iters, draw=draw, name=f"{label}-{collective}")
+        yield dict(got.rows[0], fabric="rails", scheme=label, job="all", streams=1, workload=collective,
+                   time_s=got.rows[0]["time_us"] / 1e6)
 
 
 def rail_lines(rows):
@@ -332,17 +345,24 @@ def model_lines(plan):
     return lines
 
 
+def heading(plan):
+    """The run's plan as the lines above its rows: the schemes, then each fabric and its part of the racks."""
+    parts = {f.label: ", ".join(f.jobs["part"][:6]) + (" ..." if len(f.jobs["part"]) > 6 else "")
+             for f in plan.fabrics_}
+    return ([f"# {NAME}: {plan.trials} paired trials from seed {plan.seed}; schemes {', '.join(plan.schemes)} "
+             f"(streams {plan.streams}); {', '.join(plan.collectives)}{' and the workload' if plan.workload else ''} "
+             f"of {plan.size} B, {plan.iters} iterations each"]
+            + [f"#   {f.label}: {f.topo.describe()}; part of the racks: {len(f.jobs['part'])} hosts ({parts[f.label]})"
+               for f in plan.fabrics_])
+
+
 def run(plan, experiment):
     results, started = experiment.results, time.monotonic()
-    print(f"# {NAME}: {plan.trials} paired trials from seed {plan.seed}; schemes {', '.join(plan.schemes)} "
-          f"(streams {plan.streams}); {', '.join(plan.collectives)}{' and the workload' if plan.workload else ''} "
-          f"of {plan.size} B, {plan.iters} iterations each")
-    for f in plan.fabrics_:
-        print(f"#   {f.label}: {f.topo.describe()}; part of the racks: {len(f.jobs['part'])} hosts "
-              f"({', '.join(f.jobs['part'][:6])}{' ...' if len(f.jobs['part']) > 6 else ''})")
+    print("\n".join(heading(plan)))
     about = {"scenario": NAME, "seed": plan.seed, "rows": []}
 
     def keep(row):
+        row = dict(row, form=row["scheme"])       # the runner's form is the build; a comparison's is the scheme
         about["rows"].append(row)
         results.append("load_balancing.csv", {k: v for k, v in row.items() if not isinstance(v, (dict, list))})
         figure = (f"busbw/link {row['busbw_over_link']:.3f}" if row.get("busbw_over_link") is not None else
@@ -353,18 +373,10 @@ def run(plan, experiment):
               f"{'BOTTLENECK' if row.get('emulator_bottleneck') else 'ok'}", flush=True)
 
     with results.outcome("load_balancing.json", about):
-        for trial in range(plan.trials):
-            for k, fabric in enumerate(plan.fabrics_):
-                for label, topo, routing_mode, measured in trial_order(builds(plan, fabric), trial):
-                    folder = results.path / f"trial{trial}" / f"{k}-{label}"
-                    with experiment.emulate(topo, routing_mode, folder=folder, mtu=plan.mtu) as emu:
-                        measure_build(emu, plan, fabric, measured, trial, plan.seed + trial, keep)
-            for label, topo in trial_order(list(zip(("rail-only", "rail-optimised"), plan.rails)), trial):
-                routing_mode = "deterministic" if label == "rail-only" else "ecmp"
-                with experiment.emulate(topo, routing_mode, folder=results.path / f"trial{trial}" / label,
-                                        mtu=plan.mtu) as emu:
-                    measure_rails(emu, plan, label, trial, keep)
-            print(f"  ... {trial + 1} of {plan.trials} trials in {time.monotonic() - started:.0f} s", flush=True)
+        built = forms(plan)
+        run_trials(experiment, [form for form, _ in built.values()], trials=plan.trials, seed=plan.seed,
+                   measure=lambda emu, form, draw, trial, folder: built[form.label][1](emu, draw), mtu=plan.mtu,
+                   check=False, on_row=keep)
         rows = about["rows"]
         compared = comparisons(plan, rows)
         about["summary"] = [dict(c.to_dict(), fabric=f, workload=w, scheme=s) for f, w, s, c in compared]

@@ -23,7 +23,9 @@ iteration time, weighted by GPUs) together under it over together under ECMP. Th
 links are captured in the runs together: which links the jobs shared and what each sent over them.
 For a synthetic job the flow model (``fidelity.predict``) gives its iteration alone and together
 (its collective overlapping the others' fully: the model's bound) from the paths its connections
-take (hashed as Open vSwitch hashes them, or planned), beside the measurement.
+take (hashed as Open vSwitch hashes them, or planned), beside the measurement. A bonded NIC puts
+its connections on its ports in turn (round-robin, as an RDMA NIC places its queue pairs), so the
+model knows the port each connection leaves by.
 """
 import json
 import statistics
@@ -50,6 +52,7 @@ from testbed.topology import HPN7, hpn7
 NAME = "multi_job"
 HELP = "two or more training jobs on one fabric: each one's slowdown, and priorities and job-aware paths against ECMP"
 SCHEMES = ("ecmp", "priority", "paths")
+BOND = "round-robin"        # a bonded NIC's connections on its ports in turn: the model knows each one's port
 DEFAULT_JOBS = ("allreduce:8:2097152:1200", "allreduce:8:2097152:300")
 CRUX = {"slowdown": "a GPT job's iteration +11% beside a BERT job (1.53 s -> 1.70 s); 36.3% of jobs (51% of GPUs) "
                     "meet others' traffic",
@@ -179,7 +182,7 @@ def job_model(topo, job, plan, draw, mtu):
     """[the model's seconds of each collective phase alone] of a synthetic job (None for a file's)."""
     if not job.workload.path.startswith("allreduce:"):
         return [None]
-    schedule, conns = job_connections(job, draw or Draw(0))
+    schedule, conns = job_connections(job, draw or Draw(0, BOND))
     paths = model_paths(topo, plan, [c for peers in conns.values() for cs in peers.values() for c in cs])
     (_, _, _, _, size), = job.phases()[0]
     return predict.collective_times(topo, [(schedule, conns, scaled_count(size, job.scale, len(job.hosts)))], paths,
@@ -190,7 +193,7 @@ def model_paths(topo, plan, connections):
     """Each connection's links: hashed as Open vSwitch hashes them (ecmp), or the routes (deterministic
     or planned)."""
     if plan.mode == "ecmp":
-        placer = Placer(topo, plan, "hash")
+        placer = Placer(topo, plan, BOND)
         return {c: placer.path(c) for c in connections}
     return predict.route_paths(topo, plan, connections)
 
@@ -230,7 +233,8 @@ def scale_model(seed, draws, mtu):
     jobs = []
     for k, ((n, size, compute), mine) in enumerate(zip(SCALE_JOBS, hosts)):
         w = workloads.data_parallel(n, size, compute)
-        jobs.append(Job(f"job{k} allreduce:{n}:{size}:{compute * 1e3:g}", w, w.groups(), tuple(mine), port=7000 + 256 * k))
+        name = f"job{k} allreduce:{n}:{size}:{compute * 1e3:g}"
+        jobs.append(Job(name, w, w.groups(), tuple(mine), port=7000 + 256 * k))
     # intensity: computation over the Ring's time at the NICs' rate (both ports of a bonded NIC)
     ideal = [2 * (len(j.hosts) - 1) / len(j.hosts) * size / (topo.bytes_per_s * 2) for j, (_, size, _) in
              zip(jobs, SCALE_JOBS)]
@@ -240,7 +244,8 @@ def scale_model(seed, draws, mtu):
         topo, [pair for k in order for pair in job_pairs(jobs[k])]), "same")
     rows = []
     for d in range(draws):
-        drawn = lambda: [Draw(seed * 7919 + d * 64 + k) for k in range(len(jobs))]     # fresh for each use
+        def drawn(d=d):     # fresh draws for each use
+            return [Draw(seed * 7919 + d * 64 + k, BOND) for k in range(len(jobs))]
         alone = [together_model(topo, [job], ecmp, [draw], mtu)[0] for job, draw in zip(jobs, drawn())]
         schemes = {"ecmp": together_model(topo, jobs, ecmp, drawn(), mtu),
                    "priority": together_model(topo, jobs, ecmp, drawn(), mtu, high={order[0]}),
@@ -259,7 +264,7 @@ def scale_lines(seed, draws, mtu):
              f"{SCALE_SEGMENT[3]} aggregation switches per plane, {SCALE_GBIT} Gbit/s), jobs "
              + ", ".join(j.name.split(" ", 1)[1] for j in jobs) + f" spread; {draws} draws in "
              f"{time.monotonic() - started:.0f} s:"]
-    for k, job in enumerate(jobs):
+    for k in range(len(jobs)):
         alone = [dict(r, form="alone") for r in rows if r["job_index"] == k and r["run"] == "alone"]
         ecmp = [r for r in rows if r["job_index"] == k and r["form"] == "ecmp"]
         c = compare(alone + ecmp, ("alone", "ecmp"), "iteration_s", f"job{k} iteration, alone against together", 3)
@@ -298,7 +303,7 @@ def measure(plan, seen):
     def one(emu, form, draw, trial, folder):
         # a Draw hands out its ports in turn: every run and every model takes fresh ones, so that a
         # job has the same 5-tuples alone, together and in the model
-        draws = lambda: [Draw((plan.seed + trial) * 64 + k) for k in range(len(plan.jobs))]
+        draws = lambda: [Draw((plan.seed + trial) * 64 + k, BOND) for k in range(len(plan.jobs))]
         jobs = [replace(job, dscp=HIGH_DSCP) if form.priority and k == plan.order[0] else job
                 for k, job in enumerate(plan.jobs)]
         if form.label == "ecmp":

@@ -7,8 +7,9 @@ from testbed.topology import HPN7, LeafSpine
 
 
 def capacity_up(topo, switch_role):
-    return sum(link.rate for link in topo.fabric_links() if topo.switches[link.a].role == switch_role
-               or topo.switches[link.b].role == switch_role) / sum(s.role == switch_role for s in topo.switches.values())
+    touching = [link for link in topo.fabric_links()
+                if switch_role in (topo.switches[link.a].role, topo.switches[link.b].role)]
+    return sum(link.rate for link in touching) / sum(s.role == switch_role for s in topo.switches.values())
 
 
 def test_twice_the_uplink_rate_on_half_the_uplinks_keeps_a_leafs_capacity():
@@ -56,3 +57,16 @@ def test_a_rail_only_fabric_is_compared_with_a_non_blocking_rail_optimised_one_o
     rail, optimised = lb.rail_forms("4,2", args)
     assert len(rail.hosts) == len(optimised.hosts) == 8
     assert optimised.uplink_capacity == 1 and optimised.tors == 1 and optimised.segments == 1
+
+
+def test_every_build_and_the_rail_comparison_run_as_forms_of_the_shared_runner():
+    args = run_scenario.parser().parse_args(["load_balancing", "--seed", "3"])
+    plan = lb.prepare(args)
+    built = lb.forms(plan)
+    assert list(built) == ["0-ecmp", "0-uplinks-2x", "0-pinned", "0-planned",
+                           "1-ecmp", "1-uplinks-2x", "1-pinned", "1-planned", "rail-only", "rail-optimised"]
+    assert {label: form.routing for label, (form, _) in built.items()} == {
+        "0-ecmp": "ecmp", "0-uplinks-2x": "ecmp", "0-pinned": "pinned", "0-planned": "planned",
+        "1-ecmp": "ecmp", "1-uplinks-2x": "ecmp", "1-pinned": "pinned", "1-planned": "planned",
+        "rail-only": "deterministic", "rail-optimised": "ecmp"}
+    assert built["rail-only"][0].topo is plan.rails[0] and built["1-ecmp"][0].topo is plan.fabrics_[1].topo

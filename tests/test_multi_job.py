@@ -26,7 +26,8 @@ def test_a_job_has_the_same_5_tuples_alone_together_and_in_the_model(monkeypatch
 
     def recorded(job, draw):
         schedule, conns = connections(job, draw)
-        taken.append((job.name, sorted((c.src, c.dst, c.sport) for p in conns.values() for cs in p.values() for c in cs)))
+        flat = [c for p in conns.values() for cs in p.values() for c in cs]
+        taken.append((job.name, sorted((c.src, c.dst, c.sport) for c in flat)))
         return schedule, conns
 
     class Emu:
@@ -42,4 +43,22 @@ def test_a_job_has_the_same_5_tuples_alone_together_and_in_the_model(monkeypatch
     list(mj.measure(plan, {})(Emu(), ecmp, None, 0, None))
     for job in plan.jobs:
         mine = [ports for name, ports in taken if name == job.name]
-        assert len(mine) == 4 and all(ports == mine[0] for ports in mine), job.name   # alone, its model, together, its model
+        # alone, its model, together, its model
+        assert len(mine) == 4 and all(ports == mine[0] for ports in mine), job.name
+
+
+def test_the_model_sends_each_connection_out_of_the_nic_port_its_turn_gives_it():
+    """A bonded NIC's connections go out in turn (round-robin), as the emulated hosts' source-port
+    rules send them: the model knows each one's port instead of guessing a hash it cannot compute."""
+    import run_scenario
+    from testbed import routing
+    from testbed.routing.hashing import Draw
+    plan = mj.prepare(run_scenario.parser().parse_args(["multi_job", "--seed", "5", "--trials", "2"]))
+    job = plan.jobs[0]
+    _, conns = mj.job_connections(job, Draw(11, mj.BOND))
+    flat = [c for peers in conns.values() for cs in peers.values() for c in cs]
+    paths = mj.model_paths(plan.topo, routing.plan(plan.topo, "ecmp"), flat)
+    for c in flat:
+        (host, port), *_ = paths[c]
+        assert host == c.src and port == plan.topo.hosts[c.src].ports[c.turn % 2].port
+    assert {c.turn % 2 for c in flat} == {0, 1}

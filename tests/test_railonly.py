@@ -50,7 +50,8 @@ def test_a_fabric_file_with_scaleup_bridges_and_rail_switches_routes_the_same_wa
     spec = {"switches": [{"label": s.label, "role": s.role, "plane": s.plane} for s in built.switches.values()],
             "hosts": [{"name": h.name, "server": h.server, "rail": h.rail} for h in built.hosts.values()],
             "links": [{"a": built.label(link.a) if link.a in built.switches else link.a,
-                       "b": built.label(link.b) if link.b in built.switches else link.b, "rate": link.rate} for link in built.links]}
+                       "b": built.label(link.b) if link.b in built.switches else link.b, "rate": link.rate}
+                      for link in built.links]}
     path = tmp_path / "railonly.json"
     path.write_text(__import__("json").dumps(spec))
     topo = from_spec(str(path))

@@ -121,7 +121,9 @@ class Watch:
         None if the window is empty."""
         if end <= start:
             return None
+        overlapping = [it for it in list(self.iterations)
+                       if it["end"] > start and it["start"] < end and it["end"] > it["start"]]
         done = sum(max(0.0, min(end, it["end"]) - max(start, it["start"])) / (it["end"] - it["start"])
-                   for it in list(self.iterations) if it["end"] > start and it["start"] < end and it["end"] > it["start"])
+                   for it in overlapping)
         return bandwidths(self.count * ELEMENT_BYTES * done, end - start, len(self.comm.hosts),
                           self.comm.schedule.collective)[1]

@@ -156,15 +156,16 @@ def rank_finding(before, after):
     if grew[slow] >= SPIKE_GROWTH_S and grew[slow] >= RANK_RATIO * others:
         return Finding("rank-slow", f"rank {slow}", 1 - others / grew[slow],
                        f"rank {slow} stalled the others {spikes_now[slow] * 1e3:.1f} ms per step on average in "
-                       f"spikes up to {worst[slow] * 1e3:.0f} ms ({grew[slow] * 1e3:.1f} ms more than before; any other "
-                       f"rank {others * 1e3:.1f} ms more at most)")
+                       f"spikes up to {worst[slow] * 1e3:.0f} ms ({grew[slow] * 1e3:.1f} ms more than before; "
+                       f"any other rank {others * 1e3:.1f} ms more at most)")
     mean = {r: statistics.mean(now[r]) for r in ranks}
     grew = {r: mean[r] - (statistics.mean(was[r]) if was.get(r) else 0.0) for r in ranks}
     slow, others = standout(grew)
     if grew[slow] >= RANK_FLOOR_S and grew[slow] >= RANK_RATIO * others:
         return Finding("rank-slow", f"rank {slow}", 1 - others / grew[slow],
                        f"rank {slow} held the others up {mean[slow] * 1e3:.1f} ms per step on average, "
-                       f"{grew[slow] * 1e3:.1f} ms more than before (any other rank {others * 1e3:.1f} ms more at most)")
+                       f"{grew[slow] * 1e3:.1f} ms more than before "
+                       f"(any other rank {others * 1e3:.1f} ms more at most)")
     return None
 
 

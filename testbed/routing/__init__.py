@@ -5,4 +5,5 @@ where that is known before any packet moves. Path choice lives here and nowhere 
 from testbed.routing.paths import Hop, PathFinder, Route
 from testbed.routing.plan import HASHES, MODES, RoutingPlan, deterministic_routes, link_load, place_flows, plan
 
-__all__ = ["Hop", "PathFinder", "Route", "HASHES", "MODES", "RoutingPlan", "deterministic_routes", "link_load", "place_flows", "plan"]
+__all__ = ["Hop", "PathFinder", "Route", "HASHES", "MODES", "RoutingPlan", "deterministic_routes", "link_load",
+           "place_flows", "plan"]

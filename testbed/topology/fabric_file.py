@@ -9,8 +9,8 @@ topology.json, so that a run's fabric can be edited by hand and run again.
 A switch's role is free text, except that a switch of role "scaleup" is a server's scale-up bridge
 and one of role "rail" (its "plane" the rail's number) a rail switch: a bridge sends a message for
 another server out to the destination host's rail (its "rail"), as a rail-only fabric does
-(``topology.railonly``). A link names its ends by a host's name or a switch's label (or the switch's bridge name, tbN, as
-topology.json writes them); its rate defaults to the fabric's. Ports are numbered in the order the
+(``topology.railonly``). A link names its ends by a host's name or a switch's label (or the switch's
+bridge name, tbN, as topology.json writes them); its rate defaults to the fabric's. Ports are numbered in the order the
 links come, as every fabric's are, so the ports a file gives are not read. The file's rate and
 queue are the fabric's (`--rate` and `--queue` apply where it gives none). Checked before anything
 is built: one line naming the fix for a file that is not text, a name used twice, a link to a node

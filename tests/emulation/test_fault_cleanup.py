@@ -25,7 +25,8 @@ def test_ctrl_c_during_faults_resumes_ranks_and_removes_cgroups(tmp_path):
             break
         seen += line
     time.sleep(4.5)                                                 # inside the hung rank's trial
-    ours = [pid for path in runrecord.STATE_DIR.glob("*.json") for pid, _ in runrecord.RunRecord.load(path).data["processes"]]
+    records = [runrecord.RunRecord.load(path) for path in runrecord.STATE_DIR.glob("*.json")]
+    ours = [pid for record in records for pid, _ in record.data["processes"]]
     stopped = [Path(f"/proc/{pid}") for pid in ours if _stopped(Path(f"/proc/{pid}"))]
     proc.send_signal(signal.SIGINT)
     out = seen + proc.communicate(timeout=90)[0]

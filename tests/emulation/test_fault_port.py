@@ -13,9 +13,9 @@ from tests.emulation.test_faults import DURING, located
 def running(tmp_path_factory):
     topo = testbed.fabric("hpn7:1,2,2,1")      # 2 servers of 2 accelerators, a dual-port NIC each
     schedule, hosts = place("ring", topo)
-    with testbed.emulate(topo, "ecmp", folder=tmp_path_factory.mktemp("port")) as emu:
-        with emu.watch(Comm(schedule, tuple(hosts)), 256 << 10, stall_limit=15) as watch:
-            yield emu, watch
+    with (testbed.emulate(topo, "ecmp", folder=tmp_path_factory.mktemp("port")) as emu,
+          emu.watch(Comm(schedule, tuple(hosts)), 256 << 10, stall_limit=15) as watch):
+        yield emu, watch
 
 
 def test_a_nic_port_down_is_found_as_its_link_down(running):

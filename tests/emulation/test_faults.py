@@ -22,9 +22,9 @@ BEFORE, DURING = 3.0, 4.0
 def running(tmp_path_factory):
     topo = LeafSpine(2, 2, 2)      # h0 h1 on leaf0, h2 h3 on leaf1; two spines
     schedule, hosts = place("ring", topo)
-    with testbed.emulate(topo, "ecmp", folder=tmp_path_factory.mktemp("faults")) as emu:
-        with emu.watch(Comm(schedule, tuple(hosts)), SIZE, stall_limit=15) as watch:
-            yield emu, watch
+    with (testbed.emulate(topo, "ecmp", folder=tmp_path_factory.mktemp("faults")) as emu,
+          emu.watch(Comm(schedule, tuple(hosts)), SIZE, stall_limit=15) as watch):
+        yield emu, watch
 
 
 def located(emu, watch, events=(), action=None, undo=None):
