@@ -49,7 +49,7 @@ def test_links_between_the_pages_lead_to_files():
                 assert (page.parent / target).exists(), f"{page.relative_to(ROOT)}: {target}"
 
 
-MEASURED = re.compile(r"(\d{4}-\d{2}-\d{2}), commit ([0-9a-f]{7,40})")
+MEASURED = re.compile(r"(\d{4}-\d{2}-\d{2}),\s+commit\s+([0-9a-f]{7,40})")   # a line may break anywhere
 
 
 def git(*args):
