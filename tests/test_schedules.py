@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from testbed.collectives.data import COLLECTIVES, UNSET, rank_input
+from testbed.collectives.matchings import perfect_rounds
 from testbed.collectives.metrics import bandwidths
 from testbed.collectives.placements import COLLECTIVE_VARIANTS, place, rank_ips
 from testbed.collectives.schedules import (
@@ -146,6 +147,27 @@ def test_topology_aware_alltoall_shares_no_link_where_pairwise_does(m, n):
     check_against_numpy(schedule, len(hosts), 4 * len(hosts))
     if m > 1:
         assert max(max_flows_per_round(*place("pairwise", topo, "alltoall"), topo)) >= 2
+
+
+def test_on_bigraph_2_8_the_alltoall_runs_in_15_perfect_rounds_that_share_no_link():
+    topo = BiGraph(2, 8)
+    schedule, hosts = place("topo", topo, "alltoall")
+    assert len(schedule.rounds) == 15
+    # every rank sends to one and receives from one in every round
+    assert all(sorted(to) == list(range(16)) and all(to[i] != i for i in range(16)) for to in schedule.rounds)
+    assert {(a, r[a]) for r in schedule.rounds for a in range(16)} == {(a, b) for a in range(16) for b in range(16)
+                                                                      if a != b}
+    assert set(max_flows_per_round(schedule, hosts, topo)) == {1}
+
+
+def test_perfect_rounds_are_none_where_none_exist():
+    one_link = {(a, b): {"the link"} for a in range(3) for b in range(3) if a != b}
+    assert perfect_rounds(one_link, 3) is None               # a round of 3 flows needs 3 links
+    free = {(a, b): set() for a in range(4) for b in range(4) if a != b}
+    found = perfect_rounds(free, 4)
+    assert len(found) == 3 and {(a, r[a]) for r in found for a in range(4)} == set(free)
+    # BiGraph(2, 4): the solver proves that no 7 perfect link-disjoint rounds exist; partial ones are used
+    assert len(place("topo", BiGraph(2, 4), "alltoall")[0].rounds) > 7
 
 
 def test_topology_aware_alltoall_where_no_order_avoids_sharing_still_shares_less():

@@ -221,7 +221,7 @@ class XorAlltoall(Schedule):
 class RoundsAlltoall(Schedule):
     """Alltoall in given rounds: rounds[k][i] is the rank i sends to in round k (None: none), each
     round a partial permutation and every pair once over all rounds (``placements.alltoall_rounds``
-    chooses them so that a round's flows share no link)."""
+    chooses them so that a round's flows share no link: ranks - 1 perfect rounds where they exist)."""
     name, collective, exact_blocks = "rounds_alltoall", "alltoall", True
 
     def __init__(self, rounds=()):
