@@ -17,7 +17,10 @@ from testbed.errors import TestbedError
 from testbed.programs.rank import EAGER_LIMIT
 from testbed.routing.hashing import BONDS
 from testbed.topology import DEFAULT_QUEUE, DEFAULT_RATE, FORMS
-from testbed.topology.hpn7 import HPN_UPLINK_CAPACITY
+from testbed.topology.hpn7 import HPN_UPLINK_CAPACITY, plane_forms
+from testbed.topology.uplinks import RATIOS, faster_uplinks
+
+ROUTINGS = ("ecmp", "pinned", "planned")
 
 
 def add_fabric_arguments(parser, topology):
@@ -30,9 +33,11 @@ def add_fabric_arguments(parser, topology):
                         help="one-way delay added on every link, ms (needs the kernel's netem; default none)")
 
 
-def add_plane_arguments(parser):
+def add_plane_arguments(parser, emulated=True):
     """The options of a single- against dual-plane comparison on HPN7 (hpn7_planes, hpn7_rails,
-    hpn7_at_scale)."""
+    hpn7_at_scale); an emulated one also takes the load-balancing schemes."""
+    if emulated:
+        add_scheme_arguments(parser, streams=4, routings=ROUTINGS, uplinks=True)
     parser.add_argument("--uplink-capacity", type=float, default=HPN_UPLINK_CAPACITY,
                         help="a ToR's uplink capacity over its NIC-facing capacity, the same in both forms "
                              "(default %(default)s: HPN 7.0's 60 x 400G up for 128 x 200G down)")
@@ -43,6 +48,44 @@ def add_plane_arguments(parser):
                         help="how a bonded NIC spreads its connections over its two ports: round-robin "
                              "(connection i on port i mod 2, as an RDMA NIC places queue pairs) or hash "
                              "(a layer-3+4 hash, as a Linux bond) (default %(default)s)")
+
+
+def add_scheme_arguments(parser, *, streams=None, routings=None, uplinks=False):
+    """The load-balancing schemes (load_balancing's, docs/scenarios/load_balancing.md) as options
+    of a scenario whose fabric ECMP routes: connections per peer (default `streams`), how the
+    switches choose paths (from `routings`), fewer faster uplinks."""
+    if streams is not None:
+        parser.add_argument("--streams", type=int, default=streams,
+                            help="TCP connections per peer, 1 to 16: more spread a peer's traffic over more paths "
+                                 "(Meta's queue pairs per peer) (default %(default)s)")
+    if routings:
+        parser.add_argument("--routing", choices=routings, default="ecmp",
+                            help="ecmp: each switch hashes a connection's 5-tuple over its next hops; pinned: "
+                                 "one next hop per destination, chosen by the destination; planned: the "
+                                 "controller learns the long flows from its rules' counters and places them on "
+                                 "paths apart (Alibaba's C4P) (default %(default)s)")
+    if uplinks:
+        parser.add_argument("--uplink-ratio", type=int, default=1, choices=RATIOS,
+                            help="a leaf's (ToR's) uplinks at this many times their rate, this many times fewer: "
+                                 "the same uplink capacity over fewer links (ByteDance's MegaScale) "
+                                 "(default %(default)s)")
+
+
+def plane_options(args, base):
+    """(the [single plane, dual plane] forms of the HPN7 base, with --uplink-capacity and
+    --uplink-ratio; connections per peer), checked."""
+    return [with_uplinks(form, args) for form in plane_forms(base, args.uplink_capacity)], streams_option(args)
+
+
+def streams_option(args):
+    if not 1 <= args.streams <= 16:
+        raise TestbedError(f"--streams must be between 1 and 16 (got {args.streams})")
+    return args.streams
+
+
+def with_uplinks(topo, args):
+    """The fabric with --uplink-ratio's fewer, faster uplinks (itself at 1), checked."""
+    return faster_uplinks(topo, args.uplink_ratio)
 
 
 @dataclass
@@ -73,6 +116,7 @@ class PlaneTrials:
     streams: int
     trials: int
     seed: int
+    routing: str = "ecmp"
 
     @property
     def fabrics(self):

@@ -13,13 +13,14 @@ controller took to react.
 import re
 from dataclasses import dataclass
 
-from scenarios.common import add_fabric_arguments, at_least, fabric
+from scenarios.common import add_fabric_arguments, add_scheme_arguments, at_least, fabric, streams_option
 from testbed.api import Comm
 from testbed.api.sweep import check_sweep
 from testbed.collectives.data import ELEMENT_BYTES
 from testbed.collectives.metrics import failure_timeline
 from testbed.collectives.placements import place
 from testbed.errors import TestbedError
+from testbed.experiments.trials import Form, run_trials
 from testbed.fidelity.verdict import describe
 from testbed.report import figures
 from testbed.topology import HPN7
@@ -45,7 +46,7 @@ def add_arguments(parser):
     parser.add_argument("--stall-limit", type=float, default=15.0,
                         help="seconds a rank waits for data before the job gives up (default %(default)s)")
     parser.add_argument("--bytes", type=int, default=256 << 10, help="allreduce message size (default %(default)s)")
-    parser.add_argument("--streams", type=int, default=2, help="TCP connections per peer (default %(default)s)")
+    add_scheme_arguments(parser, streams=2)
 
 
 @dataclass
@@ -90,10 +91,8 @@ def prepare(args):
     ranks = len(place(ALLREDUCE, topo)[1])
     at_least(args.bytes, ELEMENT_BYTES * ranks, "--bytes", f" ({ELEMENT_BYTES} per rank)")
     check_sweep([args.bytes], ranks, 2, topo.bytes_per_s, 0, 1)
-    if not 1 <= args.streams <= 16:
-        raise TestbedError(f"--streams must be between 1 and 16 (got {args.streams})")
     return Plan([topo, baseline], args.mtu, windows, args.flap, args.run_for, args.stall_limit, args.bytes,
-                args.streams)
+                streams_option(args))
 
 
 def victims(topo, hosts):
@@ -117,11 +116,14 @@ def reactions(log_path, done):
     return out
 
 
-def run_form(experiment, topo, plan, folder, keep):
-    """One fabric's run: the fabric check, then iterations under the failure timeline."""
-    schedule, hosts = place(ALLREDUCE, topo)
-    link, tor = victims(topo, hosts)
-    with experiment.emulate(topo, "ecmp", folder=folder, mtu=plan.mtu) as emu:
+def measure(plan, summaries):
+    """One fabric's run (a form of the shared runner, one trial): the fabric check, then
+    iterations under the failure timeline; its summary goes into summaries[fabric name]."""
+    def one(emu, form, draw, trial, folder):
+        topo = form.topo
+        print(f"\n## {topo.describe()}")
+        schedule, hosts = place(ALLREDUCE, topo)
+        link, tor = victims(topo, hosts)
         check = emu.check()
         print("\n".join(check.lines))
         events = []
@@ -134,7 +136,15 @@ def run_form(experiment, topo, plan, folder, keep):
         ran = emu.collective_for(Comm(schedule, tuple(hosts), plan.streams, ALLREDUCE), plan.size, plan.run_for,
                                  events=events, stall_limit=plan.stall_limit)
         react = reactions(folder / "controller.log", ran["done"])
-    rows, summary = failure_timeline(ran["iterations"], plan.windows, ran["start"], ran["end"], plan.size, len(hosts),
+        rows, summaries[topo.name] = outcome(ran, plan, topo, len(hosts), check, react)
+        print("\n".join(report(summaries[topo.name], plan.windows)))
+        return [dict(row, fabric=topo.name) for row in rows]
+    return one
+
+
+def outcome(ran, plan, topo, ranks, check, react):
+    """(the time line's rows, the run's summary) of one fabric's run."""
+    rows, summary = failure_timeline(ran["iterations"], plan.windows, ran["start"], ran["end"], plan.size, ranks,
                                      topo.rate)
     if ran["error"]:
         down = [event.what for event in ran["done"] if not event.up]
@@ -143,8 +153,6 @@ def run_form(experiment, topo, plan, folder, keep):
                    controller_reaction_s=react, events=[[round(e.monotonic - ran["start"], 3), e.what]
                                                         for e in ran["done"]],
                    event_error=ran["event_error"])
-    for row in rows:
-        keep(dict(row, fabric=topo.name))
     return rows, summary
 
 
@@ -178,14 +186,10 @@ def run(plan, experiment):
     about = {"scenario": NAME, "windows": plan.windows, "flap": plan.flap, "stall_limit": plan.stall_limit,
              "size": plan.size, "forms": {}}
     with results.outcome("dual_tor_failover.json", about):
-        timelines = {}
-        for form in plan.forms:
-            print(f"\n## {form.describe()}")
-            rows, summary = run_form(experiment, form, plan, results / form.spec.replace(":", "_").replace(",", "-"),
-                                     lambda row: results.append("iterations.csv", row))
-            about["forms"][form.name] = summary
-            timelines[form.name] = rows
-            print("\n".join(report(summary, plan.windows)))
+        forms = [Form(label, topo, "ecmp") for label, topo in zip(("dual-ToR", "single-ToR"), plan.forms)]
+        rows, _ = run_trials(experiment, forms, trials=1, seed=0, measure=measure(plan, about["forms"]), mtu=plan.mtu,
+                             check=False, on_row=lambda row: results.append("iterations.csv", row))
+        timelines = {topo.name: [r for r in rows if r["fabric"] == topo.name] for topo in plan.forms}
     print("\nsummary (dual-ToR, then the single-ToR baseline):")
     for summary in about["forms"].values():
         print("\n".join(report(summary, plan.windows)))

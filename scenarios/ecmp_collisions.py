@@ -15,7 +15,7 @@ import shutil
 import time
 from dataclasses import dataclass
 
-from scenarios.common import add_fabric_arguments, at_least, fabric
+from scenarios.common import add_fabric_arguments, add_scheme_arguments, at_least, fabric, with_uplinks
 from testbed.api.collision_trials import trial_line
 from testbed.api.sweep import check_sweep
 from testbed.collectives.data import ELEMENT_BYTES
@@ -45,6 +45,8 @@ def add_arguments(parser):
                         help="paired trials, each on a fresh hash draw (default %(default)s: about 9 minutes)")
     parser.add_argument("--seed", type=int, default=None, help="the first trial's draw (default: a new one)")
     parser.add_argument("--iters", type=int, default=2, help="timed iterations per trial (default %(default)s)")
+    # the Clos's schemes; planned is left out: it moves flows while the probe counts them per step
+    add_scheme_arguments(parser, routings=("ecmp", "pinned"), uplinks=True)
 
 
 @dataclass
@@ -72,7 +74,7 @@ class Plan:
 
 
 def prepare(args):
-    bigraph, clos = fabric(args), fabric(args, args.clos)
+    bigraph, clos = fabric(args), with_uplinks(fabric(args, args.clos), args)
     if len(clos.hosts) != len(bigraph.hosts):
         raise TestbedError(f"--clos has {len(clos.hosts)} hosts and --topology {len(bigraph.hosts)}: "
                            "give both the same host count")
@@ -83,7 +85,7 @@ def prepare(args):
     if shutil.which("tcpdump") is None:
         raise TestbedError("the collision probe needs tcpdump: run 'sudo ./setup.sh' to install it")
     (clos_collective, clos_variant), (big_collective, big_variant) = WORKLOADS[args.workload]
-    cases = [Case(f"clos-ecmp-{clos_variant}", clos, "ecmp", clos_collective, clos_variant),
+    cases = [Case(f"clos-{args.routing}-{clos_variant}", clos, args.routing, clos_collective, clos_variant),
              Case(f"bigraph-deterministic-{big_variant}", bigraph, "deterministic", big_collective, big_variant)]
     for case in cases:
         schedule, hosts = place(case.variant, case.topo, case.collective)

@@ -49,7 +49,7 @@ NOT_MODELLED = ("ToR downlink queues -91.8% with dual plane (production): a flui
 def add_arguments(parser):
     parser.add_argument("--topology", default="hpn7:2,128,8,60",
                         help="hpn7:S,H,R,A of 2 or more segments (default %(default)s: HPN's segments)")
-    add_plane_arguments(parser)
+    add_plane_arguments(parser, emulated=False)
     parser.add_argument("--streams", type=int, default=4, help="connections per peer (default %(default)s)")
     parser.add_argument("--gpus", default="32,64,128,256",
                         help="job sizes in accelerators, each split evenly over segments 0 and 1 "

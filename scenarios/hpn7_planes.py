@@ -24,7 +24,15 @@ placement. The gains of dual plane are paired ratios with 95% intervals (``repor
 import time
 from dataclasses import dataclass
 
-from scenarios.common import PlaneTrials, add_fabric_arguments, add_plane_arguments, at_least, fabric, names
+from scenarios.common import (
+    PlaneTrials,
+    add_fabric_arguments,
+    add_plane_arguments,
+    at_least,
+    fabric,
+    names,
+    plane_options,
+)
 from testbed.api import Comm
 from testbed.api.sweep import check_sweep
 from testbed.collectives.cross_segment import CrossSegmentJob
@@ -35,7 +43,6 @@ from testbed.experiments.trials import Form, compare, model_lines, run_trials
 from testbed.fidelity.verdict import describe_all, flag
 from testbed.report import figures
 from testbed.topology import HPN7
-from testbed.topology.hpn7 import plane_forms
 
 NAME = "hpn7_planes"
 HELP = "HPN7 single- against dual-plane under ECMP: paired trials with intervals, loads per tier, NIC split, " \
@@ -51,8 +58,6 @@ def add_arguments(parser):
     add_plane_arguments(parser)
     parser.add_argument("--bytes", type=int, default=1 << 20, help="allreduce message size (default %(default)s)")
     parser.add_argument("--iters", type=int, default=3, help="allreduce iterations per trial (default %(default)s)")
-    parser.add_argument("--streams", type=int, default=4,
-                        help="TCP connections per peer, in both workloads (default %(default)s)")
     parser.add_argument("--duration", type=int, default=5, help="seconds of cross-segment flows (default %(default)s)")
     parser.add_argument("--trials", type=int, default=DEFAULT_TRIALS,
                         help="paired trials, each on a fresh hash draw (default %(default)s: about 13 minutes)")
@@ -78,7 +83,7 @@ def prepare(args):
     if not isinstance(base, HPN7) or base.segments < 2 or base.tors != 2:
         raise TestbedError(f"{NAME} needs a dual-ToR HPN7 fabric of 2 or more segments (got {base.name}): "
                            "use e.g. --topology hpn7:2,2,2,2")
-    forms = plane_forms(base, args.uplink_capacity)
+    forms, streams = plane_options(args, base)
     servers = base.servers if args.job_servers is None else args.job_servers
     if not 1 <= servers <= base.servers:
         raise TestbedError(f"--job-servers must be between 1 and the {base.servers} servers of a segment "
@@ -90,15 +95,13 @@ def prepare(args):
     workloads = tuple(w for w in WORKLOADS if w in names(args.workloads, "--workloads", WORKLOADS))
     if "alltoall" in workloads:
         PairwiseAlltoall().check_count(ranks, args.bytes // ELEMENT_BYTES)
-    if not 1 <= args.streams <= 16:
-        raise TestbedError(f"--streams must be between 1 and 16 (got {args.streams})")
     if not 1 <= args.duration <= 600:
         raise TestbedError(f"--duration must be between 1 and 600 s (got {args.duration})")
     source = getattr(base, "origin", "")
     seed = args.seed if args.seed is not None else int(time.time() * 1000) % 1_000_000
-    return Plan(forms, args.mtu, args.hash, args.bond, args.bytes, iters, args.streams, trials, seed,
-                duration=args.duration, source=f"fabric {source}" if source else "", workloads=workloads,
-                servers=servers)
+    return Plan(forms, args.mtu, args.hash, args.bond, args.bytes, iters, streams, trials, seed,
+                routing=args.routing, duration=args.duration, source=f"fabric {source}" if source else "",
+                workloads=workloads, servers=servers)
 
 
 def measure(plan, results, seen):
@@ -168,7 +171,8 @@ def run(plan, experiment):
     single = plan.forms[0]
     if plan.source:
         print(f"# {plan.source}")
-    print(f"# {NAME}: HPN7(S={single.segments}, H={single.servers}, R={single.rails}, A={single.aggs}), ECMP, hash "
+    print(f"# {NAME}: HPN7(S={single.segments}, H={single.servers}, R={single.rails}, A={single.aggs}), "
+          f"{'ECMP' if plan.routing == 'ecmp' else plan.routing + ' routing'}, hash "
           f"{plan.hash}, bond {plan.bond}, links {single.rate:g} Mbit/s, ToR uplinks {single.uplink_capacity:.4g} of "
           f"NIC-facing capacity; {plan.trials} paired trials from seed {plan.seed}: allreduce {plan.size} B x "
           f"{plan.iters} and cross-segment flows for {plan.duration} s, {plan.streams} connections per peer; "
@@ -183,7 +187,7 @@ def run(plan, experiment):
 
     seen = {"links": about["links"], "queues": {}}
     with results.outcome("hpn7_planes.json", about):
-        forms = [Form(label, topo, "ecmp", plan.hash) for label, topo in zip(FORMS, plan.forms)]
+        forms = [Form(label, topo, plan.routing, plan.hash) for label, topo in zip(FORMS, plan.forms)]
         rows, checks = run_trials(experiment, forms, trials=plan.trials, seed=plan.seed, bond=plan.bond,
                                   measure=measure(plan, results, seen), mtu=plan.mtu, on_row=keep)
         about["fidelity"] = {f.topo.planes: checks[f.label].summary for f in forms}

@@ -20,7 +20,7 @@ with four, the dual plane's Multi-AllReduce (16 ranks sending at once) saturated
 """
 import time
 
-from scenarios.common import PlaneTrials, add_fabric_arguments, add_plane_arguments, at_least, fabric
+from scenarios.common import PlaneTrials, add_fabric_arguments, add_plane_arguments, at_least, fabric, plane_options
 from testbed.api import Comm
 from testbed.api.sweep import check_sweep
 from testbed.collectives.data import ELEMENT_BYTES
@@ -32,7 +32,6 @@ from testbed.fidelity.verdict import describe_all, flag
 from testbed.report import figures
 from testbed.report.paired import Comparison
 from testbed.topology import HPN7
-from testbed.topology.hpn7 import plane_forms
 
 NAME = "hpn7_rails"
 HELP = "HPN7: segment-local against cross-segment allreduce, and Multi-AllReduce (every rail at once), both planes"
@@ -48,7 +47,6 @@ def add_arguments(parser):
     add_plane_arguments(parser)
     parser.add_argument("--bytes", type=int, default=1 << 20, help="allreduce message size (default %(default)s)")
     parser.add_argument("--iters", type=int, default=3, help="timed iterations per case (default %(default)s)")
-    parser.add_argument("--streams", type=int, default=4, help="TCP connections per peer (default %(default)s)")
     parser.add_argument("--trials", type=int, default=12,
                         help="paired trials, each on a fresh hash draw (default %(default)s: about 10 minutes)")
     parser.add_argument("--seed", type=int, default=None, help="the first trial's draw (default: a new one)")
@@ -71,16 +69,15 @@ def prepare(args):
     if not isinstance(base, HPN7) or base.segments < 2 or base.servers < 2 or base.servers % 2 or base.tors != 2:
         raise TestbedError(f"{NAME} needs a dual-ToR HPN7 fabric of 2 or more segments and an even number (2 or "
                            f"more) of servers per segment (got {base.name}): use e.g. --topology hpn7:2,4,2,2")
-    forms = plane_forms(base, args.uplink_capacity)
+    forms, streams = plane_options(args, base)
     largest = max(len(hosts) for group in cases(forms[0]).values() for hosts in group)
     at_least(args.bytes, ELEMENT_BYTES * largest, "--bytes", f" ({ELEMENT_BYTES} per rank)")
     iters = at_least(args.iters, 1, "--iters")
     trials = at_least(args.trials, 2, "--trials", " (an interval needs two)")
     check_sweep([args.bytes], len(base.hosts), 6 * trials, base.bytes_per_s, 1, iters)
-    if not 1 <= args.streams <= 16:
-        raise TestbedError(f"--streams must be between 1 and 16 (got {args.streams})")
     seed = args.seed if args.seed is not None else int(time.time() * 1000) % 1_000_000
-    return Plan(forms, args.mtu, args.hash, args.bond, args.bytes, iters, args.streams, trials, seed)
+    return Plan(forms, args.mtu, args.hash, args.bond, args.bytes, iters, streams, trials, seed,
+                routing=args.routing)
 
 
 def measure(plan):
@@ -123,7 +120,8 @@ def comparisons(rows):
 
 def heading(plan):
     topo = plan.forms[0]
-    return (f"# {NAME}: ring allreduce of {plan.size} B, {plan.streams} connections per peer, ECMP hash {plan.hash}, "
+    return (f"# {NAME}: ring allreduce of {plan.size} B, {plan.streams} connections per peer, "
+            f"{'ECMP' if plan.routing == 'ecmp' else plan.routing + ' routing,'} hash {plan.hash}, "
             f"bond {plan.bond}, links {topo.rate:g} Mbit/s, ToR uplinks {topo.uplink_capacity:.4g} of NIC-facing "
             f"capacity, {plan.iters} iterations per case; {plan.trials} paired trials from seed {plan.seed}")
 
@@ -140,7 +138,7 @@ def run(plan, experiment):
         print(line(row), flush=True)
 
     with results.outcome("hpn7_rails.json", about):
-        forms = [Form(label, form, "ecmp", plan.hash) for label, form in zip(FORMS, plan.forms)]
+        forms = [Form(label, form, plan.routing, plan.hash) for label, form in zip(FORMS, plan.forms)]
         rows, checks = run_trials(experiment, forms, trials=plan.trials, seed=plan.seed, bond=plan.bond,
                                   measure=measure(plan), mtu=plan.mtu, on_row=keep)
         about["fabric_check"] = {f.topo.planes: checks[f.label].passed for f in forms}

@@ -38,6 +38,7 @@ from testbed.fidelity import predict
 from testbed.fidelity.verdict import describe_all
 from testbed.routing.hashing import Draw, Placer
 from testbed.topology import HPN7, LeafSpine, from_spec
+from testbed.topology.uplinks import faster_uplinks
 
 NAME = "load_balancing"
 HELP = "connections per peer, faster uplinks, pinned and controller-planned paths, each against ECMP"
@@ -124,22 +125,6 @@ def rail_forms(text, args):
     return rail, optimised
 
 
-def uplink_form(topo):
-    """The fabric with half the uplinks at twice the rate: the same uplink capacity per leaf/ToR."""
-    if isinstance(topo, LeafSpine):
-        if topo.spines % 2:
-            raise TestbedError(f"uplinks-2x halves the spines: give an even spine count (got {topo.spines})")
-        return LeafSpine(topo.leaves, topo.spines // 2, topo.hosts_per_leaf, uplink_ratio=2 * topo.uplink_ratio,
-                         rate=topo.rate, queue=topo.queue, delay=topo.delay)
-    if isinstance(topo, HPN7):
-        if topo.aggs % 2:
-            raise TestbedError(f"uplinks-2x halves the aggregation switches: give an even A (got {topo.aggs})")
-        return HPN7(topo.segments, topo.servers, topo.rails, topo.aggs // 2, planes=topo.planes, tors=topo.tors,
-                    cores=topo.cores, uplink_ratio=2 * topo.uplink_ratio, rate=topo.rate, queue=topo.queue,
-                    delay=topo.delay)
-    raise TestbedError(f"uplinks-2x needs a leaf-spine or HPN7 fabric (got {topo.name}): leave it out of --schemes")
-
-
 def racks(topo):
     """[[host names] per rack]: a leaf's hosts, or an HPN7 segment's servers' accelerators."""
     by = {}
@@ -180,7 +165,7 @@ def prepare(args):
             for job in (hosts, part):
                 schedule, _ = place(VARIANTS[collective], topo, collective)
                 schedule.check_count(len(job), args.bytes // ELEMENT_BYTES)
-        uplinks = uplink_form(topo) if "uplinks" in schemes else None
+        uplinks = faster_uplinks(topo, 2, "uplinks-2x") if "uplinks" in schemes else None
         fabrics.append(Fabric(spec, topo, uplinks, {"all": hosts, "part": part}))
     workload = None
     if args.workload:
@@ -246,9 +231,7 @@ def measure_build(emu, plan, fabric, measured, draw):
         for collective in plan.collectives:
             schedule, _ = place(VARIANTS[collective], emu.topo, collective)
             comm = Comm(schedule, tuple(hosts), streams, f"{collective} {scheme}")
-            # a learning controller needs the traffic to run a while (4 readings of 0.5 s) to place it
-            warmup = 6 if emu.routing.mode == "planned" else 1
-            got = emu.collectives([comm], plan.size, iters=plan.iters, warmup=warmup, draw=draw,
+            got = emu.collectives([comm], plan.size, iters=plan.iters, draw=draw,
                                   name=f"{scheme}-{collective}")
             yield dict(got.rows[0], fabric=fabric.label, scheme=scheme, job=job, streams=streams,
                        workload=collective)
@@ -328,7 +311,7 @@ def model_lines(plan):
                                                  if "streams" in plan.schemes else [])
     if "uplinks" in plan.schemes:
         try:
-            fast = uplink_form(topo)
+            fast = faster_uplinks(topo, 2, "uplinks-2x")
             forms.append(("uplinks-2x", fast, routing.plan(fast, "ecmp"), hosts, 1))
         except TestbedError:
             pass

@@ -33,7 +33,15 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from scenarios.common import add_fabric_arguments, at_least, fabric, names
+from scenarios.common import (
+    add_fabric_arguments,
+    add_scheme_arguments,
+    at_least,
+    fabric,
+    names,
+    streams_option,
+    with_uplinks,
+)
 from testbed import routing
 from testbed.api.jobs import FAMILIES, NVLINK_GBIT, Job
 from testbed.collectives import workload as workloads
@@ -72,7 +80,7 @@ def add_arguments(parser):
     parser.add_argument("--priority", choices=PRIORITIES, default="strict",
                         help="the switch ports' traffic classes under the priority scheme (default %(default)s)")
     parser.add_argument("--trials", type=int, default=4,
-                        help="paired trials, each on fresh hash draws (default %(default)s: about 15 minutes)")
+                        help="paired trials, each on fresh hash draws (default %(default)s: about 25 minutes)")
     parser.add_argument("--iters", type=int, default=3, help="timed iterations per run (default %(default)s)")
     parser.add_argument("--seed", type=int, default=None, help="the first trial's draws (default: a new one)")
     parser.add_argument("--workload-gbit", type=float, default=400.0,
@@ -82,6 +90,8 @@ def add_arguments(parser):
                              "%(default)s)")
     parser.add_argument("--scaleup-gbit", type=float, default=NVLINK_GBIT,
                         help="a server's scale-up domain each way, Gbit/s (default %(default)s)")
+    # every job's connections per peer and the fabric's uplinks; --schemes compares the routings
+    add_scheme_arguments(parser, streams=1, uplinks=True)
 
 
 @dataclass
@@ -137,7 +147,8 @@ def placements_of(text, topo, sizes, seed):
 
 
 def prepare(args):
-    topo = fabric(args)
+    topo = with_uplinks(fabric(args), args)
+    streams = streams_option(args)
     specs = args.job or list(DEFAULT_JOBS)
     if len(specs) < 2:
         raise TestbedError("multi_job needs two jobs or more: give --job twice or more")
@@ -147,7 +158,8 @@ def prepare(args):
     hosts = placements_of(args.placement, topo, [g.gpus for g in groups], seed)
     if not args.scaleup_gbit > 0:
         raise TestbedError(f"--scaleup-gbit must be positive (got {args.scaleup_gbit:g})")
-    jobs = [Job(f"job{k} {name}", w, g, tuple(h), scale, args.scaleup_gbit, "ring", port=7000 + 256 * k)
+    jobs = [Job(f"job{k} {name}", w, g, tuple(h), scale, args.scaleup_gbit, "ring", port=7000 + 256 * k,
+                streams=streams)
             for k, ((name, w, scale), g, h) in enumerate(zip(made, groups, hosts))]
     for job in jobs:
         job.check(topo)

@@ -24,7 +24,7 @@ and inside servers, beside what the same collectives over all the ranks would pu
 import time
 from dataclasses import dataclass
 
-from scenarios.common import add_fabric_arguments, at_least, counts, names
+from scenarios.common import add_fabric_arguments, add_scheme_arguments, at_least, counts, names
 from testbed.api.fabric import check_delay
 from testbed.api.jobs import NVLINK_GBIT, Job, bus_bytes
 from testbed.api.sweep import check_memory
@@ -38,9 +38,11 @@ from testbed.collectives.workload import scaled_count
 from testbed.emulation import preflight
 from testbed.emulation.capacity import capacity, check_link_rate, check_mtu, largest_faithful_ranks
 from testbed.errors import TestbedError
+from testbed.experiments.trials import Form, run_trials
 from testbed.fidelity.verdict import describe_all, flag
 from testbed.report import figures
 from testbed.topology import HPN7, BiGraph, LeafSpine
+from testbed.topology.uplinks import faster_uplinks
 
 NAME = "training_scaling"
 HELP = "training iterations (modelled compute + gradient allreduce) against rank count: the linear-scaling ratio"
@@ -73,10 +75,13 @@ def add_arguments(parser):
     parser.add_argument("--scaleup-gbit", type=float, default=NVLINK_GBIT,
                         help="a server's scale-up domain (NVLink) each way, Gbit/s, as real: the time of a "
                              "group inside one server is modelled at it (default %(default)s: H100's NVLink)")
+    # for clos-ecmp-hd and hpn7-ring; planned is left out: it moves flows while iterations are timed
+    add_scheme_arguments(parser, routings=("ecmp", "pinned"), uplinks=True)
 
 
-def system_fabric(system, ranks, rate, queue, delay):
-    """(topology, routing mode, allreduce variant, host per rank) of a system at N ranks."""
+def system_fabric(system, ranks, rate, queue, delay, routing="ecmp", uplink_ratio=1):
+    """(topology, routing mode, allreduce variant, host per rank) of a system at N ranks; the
+    systems that ECMP routes take `routing` and `uplink_ratio` (faster_uplinks) instead."""
     if system in ("bigraph-hdrm", "bigraph-ring"):
         n = 8 if ranks >= 8 else ranks
         topo = BiGraph(ranks // n, n, rate=rate, queue=queue, delay=delay)
@@ -84,11 +89,13 @@ def system_fabric(system, ranks, rate, queue, delay):
         return topo, "deterministic", variant, place(variant, topo)
     if system == "clos-ecmp-hd":
         per_leaf = min(4, ranks // 2)
-        topo = LeafSpine(ranks // per_leaf, 4, per_leaf, rate=rate, queue=queue, delay=delay)
-        return topo, "ecmp", "hd", place("hd", topo)
+        topo = faster_uplinks(LeafSpine(ranks // per_leaf, 4, per_leaf, rate=rate, queue=queue, delay=delay),
+                              uplink_ratio)
+        return topo, routing, "hd", place("hd", topo)
     if system == "hpn7-ring":
-        topo = HPN7(2, ranks // (2 * PER_SERVER), PER_SERVER, 2, rate=rate, queue=queue, delay=delay)
-        return topo, "ecmp", "ring", (Ring(), [h for box in servers(topo) for h in box])
+        topo = faster_uplinks(HPN7(2, ranks // (2 * PER_SERVER), PER_SERVER, 2, rate=rate, queue=queue, delay=delay),
+                              uplink_ratio)
+        return topo, routing, "ring", (Ring(), [h for box in servers(topo) for h in box])
     boxes = max(2, ranks // PER_SERVER)           # a BiGraph needs 2 switches; at N = 4 one is idle
     topo = BiGraph(1, boxes, rate=rate, queue=queue, delay=delay)
     schedule = HalvingDoubling()
@@ -109,6 +116,7 @@ class Plan:
     workload: object = None   # a workloads.Workload, or None: compute + gradient allreduce
     scale: float = 1.0        # workload sizes here over as written
     jobs: dict = None         # {(system, ranks): api.jobs.Job} of a workload's replay
+    schemes: str = ""         # the ECMP systems' routing and uplinks when not ECMP's and 1x
 
     @property
     def fabrics(self):
@@ -150,7 +158,8 @@ def prepare(args):
         raise TestbedError(f"--comm-share must be between 0.05 and 0.95 (got {args.comm_share})")
     size = at_least(args.gradient_bytes, 4 * max(ranks), "--gradient-bytes", " (4 per rank)")
     delay = check_delay(args.delay)
-    points = [(s, n, *system_fabric(s, n, args.rate, args.queue, delay)) for s in systems for n in ranks]
+    points = [(s, n, *system_fabric(s, n, args.rate, args.queue, delay, args.routing, args.uplink_ratio))
+              for s in systems for n in ranks]
     for system, n, topo, *_ in points:
         offered = len(topo.nic_ports()) * args.rate
         if limit is not None and offered > limit:
@@ -179,8 +188,10 @@ def prepare(args):
                        f"{args.workload_gbit * written * scale / max(fits, 1):.3g} or more, or a lower --rate")
                 check_memory(scaled_count(written, scale, groups.size(kind)) * ELEMENT_BYTES, n, fix,
                              what=f"collective of {args.workload}")
+    schemes = "" if (args.routing, args.uplink_ratio) == ("ecmp", 1) else \
+        f"routing {args.routing}, uplinks {args.uplink_ratio}x as fast and {args.uplink_ratio}x fewer"
     return Plan(points, args.mtu, size, compute, at_least(args.iters, 1, "--iters"),
-                at_least(args.batch, 1, "--batch"), base, workload, scale, jobs)
+                at_least(args.batch, 1, "--batch"), base, workload, scale, jobs, schemes)
 
 
 def job_hosts(system, topo, hosts, ranks):
@@ -227,31 +238,41 @@ def run(plan, experiment):
     if plan.workload:
         for (system, ranks), job in plan.jobs.items():
             print(f"#   {system} N={ranks}: {job.parallelism.describe()}, {job.family} family")
+    if plan.schemes:
+        print(f"#   clos-ecmp-hd and hpn7-ring: {plan.schemes}")
     print("# system           ranks  iteration(ms)  samples/s  linear ratio  #wrong  emulator")
     about = {"scenario": NAME, "gradient_bytes": plan.gradient_bytes, "compute_s": plan.compute_s,
              "base_ranks": plan.base, "rows": []}
     base = {}
+
+    def measure(emu, form, draw, trial, folder):
+        system, ranks, topo, mode, variant, (schedule, hosts) = points[form.label]
+        if plan.workload:
+            job = plan.jobs[system, ranks]
+            (row,) = emu.jobs([job], iters=plan.iters)
+            row.update(samples_per_s=round(ranks * plan.batch / row["iteration_s"], 2),
+                       all_ranks_fabric_bytes=all_ranks_bytes(job))
+        else:
+            row = train(emu.emulation, schedule, hosts, plan.gradient_bytes, plan.compute_s, plan.iters,
+                        plan.batch, f"{system} N={ranks}")
+        base.setdefault(system, (row["samples_per_s"], ranks))
+        yield dict(row, system=system, ranks=ranks, fabric=topo.name, variant=variant,
+                   linear_ratio=round(linear_ratio(row["samples_per_s"], ranks, *base[system]), 3))
+
+    def keep(row):
+        about["rows"].append(row)
+        results.append("training_scaling.csv", {k: v for k, v in row.items() if k not in ("times", "starts")})
+        print(f"  {row['system']:15s} {row['ranks']:5d}  {row['iteration_s'] * 1e3:13.1f}  "
+              f"{row['samples_per_s']:9.1f}  {row['linear_ratio']:12.3f}  {row['wrong']:6d}  {flag(row)}")
+        if plan.workload:
+            print("\n".join(group_lines(row)))
+
+    # one pass over the points, each on a fabric of its own: the shared runner with one trial
+    points = {f"{p[0]}-{p[1]}": p for p in plan.points}
+    forms = [Form(label, topo, mode) for label, (_, _, topo, mode, *_) in points.items()]
     with results.outcome("training_scaling.json", about):
-        for system, ranks, topo, mode, variant, (schedule, hosts) in plan.points:
-            folder = results / f"{system}-{ranks}"
-            with experiment.emulate(topo, mode, folder=folder, mtu=plan.mtu, log=lambda m: None) as emu:
-                if plan.workload:
-                    job = plan.jobs[system, ranks]
-                    (row,) = emu.jobs([job], iters=plan.iters)
-                    row.update(samples_per_s=round(ranks * plan.batch / row["iteration_s"], 2),
-                               all_ranks_fabric_bytes=all_ranks_bytes(job))
-                else:
-                    row = train(emu.emulation, schedule, hosts, plan.gradient_bytes, plan.compute_s, plan.iters,
-                                plan.batch, f"{system} N={ranks}")
-            base.setdefault(system, (row["samples_per_s"], ranks))
-            row.update(system=system, ranks=ranks, fabric=topo.name, variant=variant,
-                       linear_ratio=round(linear_ratio(row["samples_per_s"], ranks, *base[system]), 3))
-            about["rows"].append(row)
-            results.append("training_scaling.csv", {k: v for k, v in row.items() if k not in ("times", "starts")})
-            print(f"  {system:15s} {ranks:5d}  {row['iteration_s'] * 1e3:13.1f}  {row['samples_per_s']:9.1f}  "
-                  f"{row['linear_ratio']:12.3f}  {row['wrong']:6d}  {flag(row)}")
-            if plan.workload:
-                print("\n".join(group_lines(row)))
+        run_trials(experiment, forms, trials=1, seed=0, measure=measure, mtu=plan.mtu, check=False, on_row=keep,
+                   log=lambda m: None)
         about["seconds"] = round(time.monotonic() - started, 1)
     largest = max(r["ranks"] for r in about["rows"])
     print(f"\nsummary: linear ratio at {largest} ranks against N0 = {plan.base}: " + ", ".join(

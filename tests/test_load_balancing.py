@@ -1,9 +1,13 @@
 """The load-balancing schemes' fabrics and jobs, without root: uplinks at twice the rate with the
 same capacity, a job on part of every rack, pinned routes, and what each trial builds."""
+import pytest
+
 import run_scenario
 from scenarios import load_balancing as lb
 from testbed import routing
-from testbed.topology import HPN7, LeafSpine
+from testbed.errors import TestbedError
+from testbed.topology import HPN7, BiGraph, LeafSpine
+from testbed.topology.uplinks import faster_uplinks
 
 
 def capacity_up(topo, switch_role):
@@ -14,12 +18,23 @@ def capacity_up(topo, switch_role):
 
 def test_twice_the_uplink_rate_on_half_the_uplinks_keeps_a_leafs_capacity():
     clos = LeafSpine(4, 4, 4)
-    fast = lb.uplink_form(clos)
+    fast = faster_uplinks(clos, 2)
     assert fast.spines == 2 and fast.uplink_ratio == 2
     assert capacity_up(fast, "leaf") == capacity_up(clos, "leaf") == 40
     hpn = HPN7(2, 4, 2, 2)
-    fast = lb.uplink_form(hpn)
+    fast = faster_uplinks(hpn, 2)
     assert fast.aggs == 1 and capacity_up(fast, "tor") == capacity_up(hpn, "tor")
+    fast = faster_uplinks(clos, 4)
+    assert fast.spines == 1 and capacity_up(fast, "leaf") == 40
+    assert faster_uplinks(clos, 1) is clos
+
+
+@pytest.mark.parametrize("topo, ratio, says", [
+    (LeafSpine(4, 3, 4), 2, "spine count that 2 divides"), (HPN7(2, 4, 2, 2), 4, "an A that 4 divides"),
+    (LeafSpine(4, 4, 4), 3, "must be one of 1, 2, 4"), (BiGraph(1, 4), 2, "leaf-spine or HPN7")])
+def test_faster_uplinks_refuses_what_it_cannot_split_evenly(topo, ratio, says):
+    with pytest.raises(TestbedError, match=says):
+        faster_uplinks(topo, ratio)
 
 
 def test_a_partly_allocated_job_takes_the_first_hosts_of_every_rack():

@@ -32,6 +32,7 @@ from testbed.routing.hashing import Draw, Placer
 from testbed.topology import Topology, interface
 
 SILENT = lambda line: None
+LEARNING_WARMUP = 6     # iterations: a learning controller places flows after 4 readings of 0.5 s
 
 
 def emulate(topo: Topology, routing: str = "deterministic", *, hash: str = "same", folder: str | Path | None = None,
@@ -152,13 +153,16 @@ class Emulated:
         return [Collisions.from_row(r) for r in rows]
 
     def collectives(self, comms: Sequence[together.Comm], size: int | Sequence[int], *, iters: int = 3,
-                    warmup: int = 1, draw: Draw | None = None, name: str = "collectives") -> Together:
+                    warmup: int | None = None, draw: Draw | None = None, name: str = "collectives") -> Together:
         """Collectives at once, each over its communicator (``Comm``: a schedule over hosts, its
         streams), `size` bytes per rank (one for all, or one each), started together every
         iteration, with every link captured (into folder/name): per communicator its row, measured
         over the flow model from the paths its connections took. With a `draw`, every connection
         takes its source port (and a round-robin bond's NIC port), and the row says how many took
-        the path hashing gives them."""
+        the path hashing gives them. warmup: untimed iterations (default 1; under planned routing
+        that learns the flows, enough for the controller to have placed them)."""
+        if warmup is None:
+            warmup = LEARNING_WARMUP if self.routing.mode == "planned" and not self.routing.flows else 1
         comms = list(comms)
         sizes = list(size) if isinstance(size, (list, tuple)) else [size] * len(comms)
         if not comms or len(sizes) != len(comms) or iters < 1 or warmup < 0:

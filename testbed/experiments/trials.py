@@ -23,16 +23,17 @@ class Form:
     flows: tuple = ()
 
 
-def run_trials(experiment, forms, *, trials, seed, measure, mtu, bond="hash", check=True, on_row=print):
+def run_trials(experiment, forms, *, trials, seed, measure, mtu, bond="hash", check=True, on_row=print, log=None):
     """measure(emu, form, draw, trial, folder) -> rows of one form in one trial; every row gets
     trial, seed and form (its label). The fabric check runs once per form, on its first fabric.
-    on_row(row) sees each row as it comes. Returns (rows, {form label: FabricCheck})."""
+    on_row(row) sees each row as it comes; log(line) the emulation's progress (default the
+    experiment's). Returns (rows, {form label: FabricCheck})."""
     rows, checks, started = [], {}, time.monotonic()
     for trial in range(trials):
         for form in trial_order(forms, trial):
             folder = experiment.results.path / f"trial{trial}" / form.label.replace(" ", "_")
             with experiment.emulate(form.topo, form.routing, hash=form.hash, folder=folder, mtu=mtu,
-                                    priority=form.priority, flows=form.flows) as emu:
+                                    priority=form.priority, flows=form.flows, log=log) as emu:
                 if check and form.label not in checks:
                     checks[form.label] = emu.check()
                     print("\n".join(checks[form.label].lines))

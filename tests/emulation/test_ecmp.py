@@ -1,11 +1,15 @@
 """The collision probe on real packets: HDRM on BiGraph with deterministic routes against HD on a
 leaf-spine Clos with ECMP, 16 ranks each at equal link rate, measured in one run through the
 public API (testbed.emulate)."""
+import json
 import statistics
+import subprocess
+import sys
 
 import pytest
 
 import testbed
+from testbed.emulation.programs import PROJECT
 
 CASES = {"clos-ecmp-hd": ("leafspine:4,4,4", "ecmp", "hd"),
          "bigraph-deterministic-hdrm": ("bigraph:2,8", "deterministic", "hdrm")}
@@ -40,3 +44,16 @@ def test_probe_bytes_agree_with_the_switch_port_counters(trials):
     for t in trials["clos-ecmp-hd"] + trials["bigraph-deterministic-hdrm"]:
         # measured 1.00 in 6 of 6 trials; a capture that lost packets would fall below
         assert 0.9 <= t.capture_over_port_counters <= 1.01, t
+
+
+def test_the_scenario_takes_pinned_routing_for_its_clos_and_then_nothing_collides(tmp_path):
+    """--routing composes with ecmp_collisions: HD's partners by destination fall on distinct spines."""
+    run = subprocess.run([sys.executable, "run_scenario.py", "ecmp_collisions", "--routing", "pinned", "--trials", "2",
+                          "--iters", "1", "--seed", "5", "--results", str(tmp_path)], cwd=PROJECT,
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-2000:]
+    rows = json.loads((tmp_path / "ecmp_collisions.json").read_text())["rows"]
+    clos = [r for r in rows if r["case"] == "clos-pinned-hd"]
+    assert len(clos) == 2 and all(r["routing"] == "pinned" for r in clos), [r.get("routing") for r in clos]
+    assert all(r["collided_steps"] == 0 and r["max_flows_per_link"] == 1 and r["wrong"] == 0 for r in clos), \
+        [(r["collided_steps"], r["max_flows_per_link"], r["wrong"]) for r in clos]
