@@ -12,6 +12,7 @@ import time
 
 from testbed.collectives.placements import rank_ips
 from testbed.emulation.programs import LOOPBACK, ProgramError, expect_all, free_port, start_local, stop_all
+from testbed.emulation.shaping import CONTROL_DSCP
 
 
 class AllreduceError(ProgramError):
@@ -61,7 +62,7 @@ class Coordinator:
         self.label = label or algorithm
         self.config = {"ranks": len(addresses), "schedules": schedules, "addresses": addresses,
                        "timeout": timeout, "sockbuf": sockbuf, "streams": streams, "pacing": pacing,
-                       "eager_limit": eager_limit, "dscp": dscp}
+                       "eager_limit": eager_limit, "dscp": dscp, "control_dscp": CONTROL_DSCP}
         self.timeout, self.ranks, self.inbox = timeout, [], queue.Queue()
         self.source_ports, self.stopped_ok = source_ports or {}, stopped_ok
 

@@ -387,7 +387,7 @@ class Emulation:
                         with open(f"/proc/sys/net/ipv6/conf/{intf}/disable_ipv6", "w") as f:
                             f.write("1")
                     shaping.shape(ipr, intf, link.rate, link.queue, self.mtu, self.topo.switch_delay(link),
-                                  self.priority)
+                                  self.priority or shaping.CONTROL)
 
     def _vital_parts(self):
         """The watchdog's checks: None while the part runs, else what died and what to do."""

@@ -5,13 +5,18 @@ link's queue limit in packets. Shaping both ends shapes both directions. With a 
 netem 10: instead, which holds each packet for the delay in its own FIFO (its queue length counts the
 packets on the wire as well as those waiting, so its limit is the queue limit plus the wire's).
 
-With traffic classes (``PRIORITIES``: a switch's egress ports when jobs are kept apart by priority),
-the link's class 1:1 has two children, each with its own pfifo of the queue limit: 1:11 (pfifo 11:)
-for packets whose DS field is ``HIGH_DSCP`` (a u32 filter on the IP header's TOS byte) and 1:10 (pfifo
-10:) for the rest. ``strict``: 1:11 is assured the whole link at HTB priority 0, 1:10 1% of it at
-priority 1 and may borrow what 1:11 leaves (HTB serves the lower priority number first); ``weighted``:
-both at one priority, assured 3/4 and 1/4 of the link and sharing what either leaves by those
-weights. A port's queue figures are its FIFOs' together.
+A switch's egress port has two classes, each with its own pfifo of the queue limit: 1:11 (pfifo 11:)
+for the high class and 1:10 (pfifo 10:) for the rest, under the link's class 1:1. Packets whose DS
+field is ``CONTROL_DSCP`` (a rank's clear-to-send bytes and ACKs) go in the high class on every
+switch port (``classes`` "control"), so that they pass other flows' queued frames: at 10 Mbit/s a
+9000-byte frame is 7.2 ms on the wire, and clear-to-sends waiting behind them held an alltoall in
+link-disjoint rounds to 0.55 of the link (0.92 with this class, docs/design.md). With traffic
+classes for jobs (``PRIORITIES``), packets whose DS field is ``HIGH_DSCP`` go in the high class too.
+A u32 filter on the IP header's TOS byte sorts them. ``control`` and ``strict``: 1:11 is assured
+the whole link at HTB priority 0, 1:10 1% of it at priority 1 and may borrow what 1:11 leaves (HTB
+serves the lower priority number first); ``weighted``: both at one priority, assured 3/4 and 1/4 of
+the link and sharing what either leaves by those weights. A port's queue figures are its FIFOs'
+together. A delayed link (netem) and a host's NIC have one class.
 """
 import ctypes
 import gzip
@@ -26,7 +31,9 @@ from pyroute2 import IPRoute
 HTB_ROOT, HTB_CLASS, FIFO = 0x10000, 0x10010, 0x100000
 HTB_LINK, HTB_HIGH, FIFO_HIGH = 0x10001, 0x10011, 0x110000
 PRIORITIES = ("strict", "weighted")
+CONTROL = "control"
 HIGH_DSCP = 46            # EF: the DS field a high-priority job's packets carry
+CONTROL_DSCP = 48         # CS6, network control: a rank's clear-to-send bytes and ACKs
 ETH_P_IP = 0x0800
 NUD_PERMANENT = 0x80
 ETH_HEADER = 14
@@ -99,25 +106,30 @@ def _htb_class(ipr, index, handle, parent, rate_mbit, ceil_mbit, frame, prio=0):
            ceil=f"{round(ceil_mbit * 1000)}kbit", burst=frame, cburst=frame, quantum=frame, mtu=frame, prio=prio)
 
 
-def shape(ipr, ifname, rate_mbit, queue_packets, mtu, delay_ms=0.0, priority=None):
+def shape(ipr, ifname, rate_mbit, queue_packets, mtu, delay_ms=0.0, classes=None):
     """Set the MTU and an HTB rate limit with a bounded FIFO (netem's when delayed) on ifname's
-    egress; priority: 'strict' or 'weighted' traffic classes by DS field (the module docstring)."""
+    egress; classes: None (one FIFO), 'control' or a job priority, 'strict' or 'weighted' (the
+    module docstring). A delayed link has one class whatever `classes` asks, bar a job priority,
+    which it refuses."""
     index = index_of(ipr, ifname)
     ipr.link("set", index=index, mtu=mtu)
     frame = mtu + ETH_HEADER
     ipr.tc("add", "htb", index, HTB_ROOT, default=HTB_CLASS & 0xFFFF)
-    if priority is not None:
-        if priority not in PRIORITIES or delay_ms:
-            raise ValueError(f"priority classes: one of {PRIORITIES}, on a link without delay")
+    if classes in PRIORITIES and delay_ms:
+        raise ValueError(f"priority classes: one of {PRIORITIES}, on a link without delay")
+    if classes is not None and not delay_ms:
+        if classes not in (CONTROL, *PRIORITIES):
+            raise ValueError(f"classes: one of {CONTROL}, {', '.join(PRIORITIES)}")
         _htb_class(ipr, index, HTB_LINK, HTB_ROOT, rate_mbit, rate_mbit, frame)
-        high, low = (1.0, 0.01) if priority == "strict" else (0.75, 0.25)
+        high, low = (0.75, 0.25) if classes == "weighted" else (1.0, 0.01)
         _htb_class(ipr, index, HTB_HIGH, HTB_LINK, rate_mbit * high, rate_mbit, frame, prio=0)
         _htb_class(ipr, index, HTB_CLASS, HTB_LINK, rate_mbit * low, rate_mbit, frame,
-                   prio=1 if priority == "strict" else 0)
+                   prio=0 if classes == "weighted" else 1)
         ipr.tc("add", "pfifo", index, FIFO_HIGH, parent=HTB_HIGH, limit=queue_packets)
         ipr.tc("add", "pfifo", index, FIFO, parent=HTB_CLASS, limit=queue_packets)
-        ipr.tc("add-filter", "u32", index, parent=HTB_ROOT, prio=1, protocol=ETH_P_IP, target=HTB_HIGH,
-               keys=[f"0x{HIGH_DSCP << 18:08x}/0x00fc0000+0"])      # the TOS byte, its six DSCP bits
+        for dscp in (CONTROL_DSCP, HIGH_DSCP) if classes in PRIORITIES else (CONTROL_DSCP,):
+            ipr.tc("add-filter", "u32", index, parent=HTB_ROOT, prio=1, protocol=ETH_P_IP, target=HTB_HIGH,
+                   keys=[f"0x{dscp << 18:08x}/0x00fc0000+0"])      # the TOS byte, its six DSCP bits
         return
     _htb_class(ipr, index, HTB_CLASS, HTB_ROOT, rate_mbit, rate_mbit, frame)
     if delay_ms:   # netem's FIFO also holds the packets on the wire: room for them above the limit

@@ -81,6 +81,7 @@ class Rank:
         self.timeout, self.sockbuf = cfg["timeout"], cfg["sockbuf"]
         self.streams, self.pacing = cfg.get("streams", 1), cfg.get("pacing")
         self.dscp = cfg.get("dscp")     # the DS field of its packets (a job's traffic class), None: 0
+        self.control_dscp = cfg.get("control_dscp")     # its clear-to-sends' and ACKs' (``Plan``)
         self.eager_limit = EAGER_LIMIT if cfg.get("eager_limit") is None else cfg["eager_limit"]
         # {peer: [source port per stream]}: a hash draw's 5-tuples (absent: the kernel's ports)
         self.source_ports = cfg.get("source_ports") or {}
@@ -379,6 +380,12 @@ class Plan:
         for sock in rank.paced:
             rate = int(rank.pacing) if sock in large else UNPACED
             sock.setsockopt(socket.SOL_SOCKET, SO_MAX_PACING_RATE, struct.pack("=Q", rate))
+        # A receiving connection of a plan with larger messages carries only clear-to-send bytes and
+        # ACKs: in the control class (``emulation.shaping``) they pass other flows' queued frames.
+        # A one-frame plan's connections carry data both ways, in the rank's own class.
+        control = rank.dscp if one_frame or rank.control_dscp is None else rank.control_dscp
+        for sock in (s for socks in rank.inc.values() for s in socks if s):
+            sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, (control or 0) << 2)
 
 
 def say(**msg):

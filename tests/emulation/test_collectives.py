@@ -3,6 +3,7 @@
 import pytest
 
 import testbed
+from testbed.emulation import shaping
 
 SMALL, LARGE = 1024, 1 << 20
 
@@ -36,8 +37,22 @@ def test_reducescatter_mapped_halving_beats_plain_halving(emu):
 
 def test_alltoall_in_link_disjoint_rounds_does_not_lose_to_pairwise(emu):
     s = sweep(emu, "alltoall", ["pairwise", "topo"], (LARGE,))
-    assert s.get("topo", LARGE).busbw_over_link >= 0.35, s.get("topo", LARGE)
-    assert s.ratio("topo", "pairwise", LARGE) >= 0.75, (s.get("topo", LARGE), s.get("pairwise", LARGE))
+    # 15 perfect rounds: an iteration that stays in step takes 0.80 s (0.98 of the link); one that a
+    # late rank puts out of step runs rounds side by side on shared links (0.6-0.8), as pairwise's
+    # rounds share links in every step (0.63-0.66)
+    assert s.get("topo", LARGE).busbw_over_link >= 0.5, s.get("topo", LARGE)
+    assert s.ratio("topo", "pairwise", LARGE) >= 0.85, (s.get("topo", LARGE), s.get("pairwise", LARGE))
+
+
+def test_clear_to_sends_and_acks_take_the_switch_ports_control_class(emu):
+    """Every switch port has the control class, and the collectives above sent packets through it."""
+    with shaping.netlink() as ipr:
+        qdiscs = ipr.get_qdiscs()
+    data = {q["index"] for q in qdiscs if q["handle"] == shaping.FIFO}
+    control = {q["index"]: dict(q.get_attr("TCA_STATS2").get_attr("TCA_STATS_BASIC"))["packets"]
+               for q in qdiscs if q["handle"] == shaping.FIFO_HIGH}
+    assert data and set(control) == data
+    assert sum(control.values()) > 0
 
 
 def test_broadcast_pipelined_ring_beats_the_tree_on_large(emu):
