@@ -14,7 +14,7 @@ from testbed.collectives.schedules import ALGORITHMS, example, rounds
 from testbed.emulation.programs import free_port
 from testbed.emulation.shaping import CONTROL_DSCP
 from testbed.errors import TestbedError
-from testbed.programs.rank import EAGER_LIMIT, SO_MAX_PACING_RATE, UNPACED, Plan, starts_flow
+from testbed.programs.rank import EAGER_LIMIT, SO_MAX_PACING_RATE, UNPACED, Plan, listen, starts_flow
 
 
 @pytest.mark.parametrize("algorithm,ranks", [("ring", 3), ("ring", 8), ("hd", 4), ("hd", 8)])
@@ -106,10 +106,9 @@ def test_both_ends_agree_which_messages_wait_for_clear_to_send(algorithm):
 
 @pytest.mark.parametrize("algorithm", sorted(ALGORITHMS))
 def test_plan_paces_acks_and_rendezvous_only_above_the_eager_limit(algorithm):
-    """One-frame messages go unpaced and eagerly, both ways on the lower rank's connection of a pair,
-    in the rank's own class; larger ones go on the sender's own connection, paced, ACKed after every
-    read, and wait for a clear-to-send where they start a flow, and the receiving connections, which
-    then carry only clear-to-sends and ACKs, are in the control class."""
+    """One-frame messages go unpaced and eagerly, both ways on the lower rank's connection of a pair;
+    larger ones go on the sender's own connection, paced, ACKed after every read, and wait for a
+    clear-to-send where they start a flow."""
     ranks, count, pacing = 8, 64 * 1024, 10 ** 6        # 256 KiB: steps from 16 KiB up to 128 KiB
     for r in range(ranks):
         out = {p: [socket.socket()] for p in range(ranks) if p != r}
@@ -118,8 +117,7 @@ def test_plan_paces_acks_and_rendezvous_only_above_the_eager_limit(algorithm):
         paced = [s for [s] in (*out.values(), *inc.values())]
         schedule = example(algorithm, ranks)
         rank = SimpleNamespace(schedule=schedule, rank=r, ranks=ranks, inc=inc, out=out, pair=pair,
-                               eager_limit=EAGER_LIMIT, pacing=pacing, paced=paced, dscp=None,
-                               control_dscp=CONTROL_DSCP)
+                               eager_limit=EAGER_LIMIT, pacing=pacing, paced=paced)
         for n in (256, count):                          # 1 KiB and 256 KiB collectives
             plan = Plan(rank, n)
             assert plan.one_frame == (n == 256)
@@ -144,9 +142,22 @@ def test_plan_paces_acks_and_rendezvous_only_above_the_eager_limit(algorithm):
                 rate = struct.unpack("=Q", sock.getsockopt(socket.SOL_SOCKET, SO_MAX_PACING_RATE, 8))[0]
                 assert rate == (pacing if sends_large else UNPACED)
             for [sock] in inc.values():
-                tos = sock.getsockopt(socket.IPPROTO_IP, socket.IP_TOS)
-                assert tos == (0 if plan.one_frame else CONTROL_DSCP << 2)
                 if sock not in sending:     # carries only clear-to-send bytes
                     assert struct.unpack("=Q", sock.getsockopt(socket.SOL_SOCKET, SO_MAX_PACING_RATE, 8))[0] == UNPACED
         for sock in paced:
+            sock.close()
+
+
+@pytest.mark.parametrize("control", [CONTROL_DSCP, None])
+def test_receiving_connections_take_the_control_class_from_the_listener(control):
+    """Its clear-to-sends and ACKs carry the control class from the first packet on, and the
+    connections the rank opens keep the default."""
+    listener = listen(("127.0.0.1", 0), 1, control)
+    client = socket.create_connection(listener.getsockname())
+    accepted, _ = listener.accept()
+    try:
+        assert accepted.getsockopt(socket.IPPROTO_IP, socket.IP_TOS) == (control or 0) << 2
+        assert client.getsockopt(socket.IPPROTO_IP, socket.IP_TOS) == 0
+    finally:
+        for sock in (accepted, client, listener):
             sock.close()
