@@ -31,7 +31,10 @@ from testbed.emulation import capacity, cores, ovs, preflight, runrecord  # noqa
 from testbed.emulation.explore import explore  # noqa: E402
 from testbed.emulation.settings import RunSettings  # noqa: E402
 from testbed.errors import Interrupted, TestbedError  # noqa: E402
-from testbed.experiments.experiment import Experiment  # noqa: E402
+from testbed.experiments import pages  # noqa: E402
+from testbed.experiments import record as records  # noqa: E402
+from testbed.experiments.experiment import Experiment, conduct  # noqa: E402
+from testbed.experiments.fingerprint import of_run  # noqa: E402
 from testbed.fidelity.calibrate import FIRST, ensure  # noqa: E402
 from testbed.fidelity.calibrate import calibrate as measure_capacity  # noqa: E402
 from testbed.interrupts import interruptible  # noqa: E402
@@ -59,13 +62,22 @@ def parser():
                           "for the rate checks and verdicts: all MTUs and CPU placements (a few minutes), or the "
                           "default MTU and placement only (about a minute; setup.sh does this once, and a run "
                           "measures another MTU or placement the first time it needs it)")
+    top.add_argument("--pages", action="store_true",
+                     help="draw every scenario page's measured blocks from the newest kept record of each block's "
+                          "command (no root)")
+    top.add_argument("--stale", action="store_true",
+                     help="list the pages whose run does something else than the code at HEAD would, and the "
+                          "command that measures each again (no root)")
     sub = top.add_subparsers(dest="scenario", metavar="SCENARIO")
     for name, module in SCENARIOS.items():
         p = sub.add_parser(name, help=module.HELP, description=module.__doc__)
         module.add_arguments(p)
         p.add_argument("--results", metavar="DIR", help="folder for this run's files "
                        "(default: a new time-stamped folder under results/)")
-        p.set_defaults(cli=False, cpu_placement="auto", slots=1, machines=None)
+        p.add_argument("--record", action="store_true",
+                       help="also keep this run's record under docs/records/ (every run writes record.json into its "
+                            "folder), for the scenario's page (run_scenario.py --pages)")
+        p.set_defaults(cli=False, cpu_placement="auto", slots=1, machines=None, control_class="on")
         if not getattr(module, "EMULATES", True):
             continue                        # a model only: the emulation's options mean nothing to it
         p.add_argument("--cli", action="store_true", help="build this scenario's fabric, controller and routes and "
@@ -74,6 +86,11 @@ def parser():
                        help="pinned: ovs-vswitchd on one core, the hosts' receive processing on the others; "
                             "none: as the system places them; auto: whichever this machine's calibration "
                             "measured to carry more (none when uncalibrated) (default %(default)s)")
+        p.add_argument("--control-class", choices=("on", "off"), default="on",
+                       help="on: every switch port serves the ranks' clear-to-sends and ACKs ahead of data (an "
+                            "idealisation: control never waits behind queued frames); off: one FIFO per port "
+                            "(docs/design.md, The control class; a link with --delay has one FIFO either way) "
+                            "(default %(default)s)")
         p.add_argument("--slots", type=int, default=1,
                        help="split every fabric into this many slots, each forwarded by an ovs-vswitchd of its "
                             "own in a network namespace of its own, the links between them VXLAN tunnels "
@@ -90,7 +107,7 @@ def main(argv):
     if argv and not argv[0].startswith("-") and argv[0] not in SCENARIOS:
         print(f"error: unknown scenario {argv[0]!r}: run_scenario.py --list names them", file=sys.stderr)
         return 2
-    if not set(argv) & (set(SCENARIOS) | {"--list", "--cleanup", "--calibrate", "-h", "--help"}):
+    if not set(argv) & (set(SCENARIOS) | {"--list", "--cleanup", "--calibrate", "--pages", "--stale", "-h", "--help"}):
         argv = [DEFAULT] + argv   # options alone are the default scenario's
     args = parser().parse_args(argv)
     if args.list:
@@ -106,6 +123,8 @@ def main(argv):
                 return 0
             if args.calibrate:
                 return calibrate(args.calibrate)
+            if args.pages or args.stale:
+                return show_pages(args.stale)
             return run(args, argv)
     except TestbedError as e:
         print(f"error: {e}", file=sys.stderr)
@@ -123,6 +142,20 @@ def calibrate(which):
     return 0
 
 
+def show_pages(stale_only):
+    """--pages: draw the pages' blocks from their records; --stale: list the blocks not current."""
+    if stale_only:
+        found = pages.stale(SCENARIOS, parser())
+        for page, path, parts, why, command in found:
+            print(f"{page}: {path}: {why or 'differs in ' + ', '.join(parts)}\n  measure again: {command}")
+        print(f"{len(found)} stale block(s)" if found else "every page shows a run of what its command does now")
+        return 0
+    for page, notes in pages.refresh(SCENARIOS, parser()).items():
+        said = "; ".join("stale: " + ", ".join(parts) if parts else "current" for parts in notes)
+        print(f"{pages.named(page)}: {said or 'no measured block'}")
+    return 0
+
+
 def run(args, argv):
     if args.scenario is None:
         raise TestbedError(f"name a scenario (run_scenario.py --list), or give options for {DEFAULT}")
@@ -135,11 +168,16 @@ def run(args, argv):
                                f"(--slots), or run {able} with --machines")
         if args.cli:
             raise TestbedError("--cli opens Mininet's CLI on this machine's fabric: drop --machines")
-    settings = RunSettings(slots=args.slots, cpu_placement=args.cpu_placement, machines=ms or None)
+    settings = RunSettings(slots=args.slots, cpu_placement=args.cpu_placement, machines=ms or None,
+                           control_class=args.control_class == "on")
     plan = module.prepare(args)             # every option checked; nothing built or written
+    fingerprint = of_run(module, args)
     for topo in plan.fabrics:
         for note in topo.notes:
             print(f"note: {note}")
+    if settings.control_class and any(topo.delay for topo in plan.fabrics):
+        print("note: links with --delay have one FIFO (netem's): no control class on them, so the ranks' "
+              "clear-to-sends and ACKs queue behind data there")
     if args.cli and not plan.fabrics:
         raise TestbedError(f"{args.scenario} only models its fabrics: there is nothing to explore with --cli")
     if plan.fabrics:
@@ -159,7 +197,8 @@ def run(args, argv):
                 print(f"preflight of {len(ms.machines)} machines for {topo.describe()}, MTU {plan.mtu}:")
                 checked[topo.name, plan.mtu] = checks.preflight(engine, topo, plan.mtu)
             settings = replace(settings, engine=engine, checked=checked)
-        return measure(args, argv, module, plan, Experiment(folder, replace(settings, results=folder.path)), datapath)
+        experiment = Experiment(folder, replace(settings, results=folder.path), name=args.scenario)
+        return measure(args, argv, module, plan, experiment, datapath, fingerprint)
 
 
 def measured_once(plan, settings):
@@ -170,14 +209,14 @@ def measured_once(plan, settings):
         ensure(plan.mtu, capacity.cpu_placement(path, settings.placement(), plan.mtu))
 
 
-def measure(args, argv, module, plan, experiment, datapath):
+def measure(args, argv, module, plan, experiment, datapath, fingerprint):
     options = {k: v for k, v in vars(args).items()
-               if k not in ("scenario", "list", "cleanup", "calibrate", "results", "cli")}
-    status, folder = "failed", experiment.results
+               if k not in ("scenario", "list", "cleanup", "calibrate", "pages", "stale", "results", "cli", "record")}
+    status, folder, code = "failed", experiment.results, None
     with markdown.Transcript() as transcript:
         try:
             folder.create()
-            code = explore(plan, folder.path, experiment.settings) if args.cli else module.run(plan, experiment)
+            code = explore(plan, folder.path, experiment.settings) if args.cli else conduct(module, plan, experiment)
             status = "complete" if code == 0 else f"finished with exit code {code}"
             return code
         except Interrupted as e:
@@ -188,9 +227,16 @@ def measure(args, argv, module, plan, experiment, datapath):
             raise
         finally:
             if folder.path.is_dir():
-                report = markdown.write(folder, args.scenario, argv, status, plan, options, datapath,
-                                        ovs.version() if datapath else None, transcript.text())
+                version = ovs.version() if datapath else None
+                report = markdown.write(folder, args.scenario, argv, status, plan, options, datapath, version,
+                                        transcript.text())
                 print(f"report: {report}")
+                if not args.cli:
+                    record = records.make(args.scenario, argv, plan, fingerprint, experiment, status, code, datapath,
+                                          version)
+                    records.save(record, folder)
+                    if args.record:
+                        print(f"record kept: {records.keep(record).relative_to(records.ROOT)}")
             sys.stdout.flush()
 
 

@@ -4,18 +4,24 @@ Each variant runs real TCP allreduce between the emulated hosts, one rank proces
 result is compared with numpy's sum (#wrong). The summary names the winner at the smallest and at
 the largest size, the ratios between algorithms, and whether the emulator was the bottleneck.
 """
-import time
-
 from scenarios.common import SweepPlan, add_fabric_arguments, add_sweep_arguments, fabric, names, sweep_options
 from testbed.api import sweep
 from testbed.emulation import ovs
-from testbed.experiments.sweeps import run_sweeps
+from testbed.experiments.claims import Claim
+from testbed.experiments.nccl_tests import run_sweeps
 from testbed.report import figures
 
 NAME = "bigraph_allreduce"
 ACROSS_MACHINES = True     # --machines (machines.head)
 HELP = "Ring (two orders), HD and HDRM allreduce on BiGraph over a message-size sweep (nccl-tests style)"
 ALGORITHMS = ("ring", "ring_topo", "hd", "hdrm")
+CLAIMS = (Claim("HDRM runs at the link rate at 1 MiB (no link shared within a step)",
+                "hdrm busbw/link at 1048576 B", at_least=0.9),
+          Claim("HDRM beats plain HD at 1 MiB (EFLOPS: HD in rank order congests)", "hdrm/hd busbw at 1048576 B",
+                at_least=1.3),
+          Claim("HDRM takes a fraction of Ring's time at 1 KiB (EFLOPS: about a sixth)", "hdrm/ring time at 1024 B",
+                at_most=0.6))
+SMOKE = ("--factor", "1024", "--iters", "3")     # 1 KiB and 1 MiB only
 
 
 def add_arguments(parser):
@@ -37,27 +43,21 @@ def prepare(args):
 
 
 def run(plan, experiment):
-    results, topo, started = experiment.results, plan.topo, time.monotonic()
-    about = {"scenario": NAME, "topology": topo.name, "rate_mbit": topo.rate, "mtu": plan.mtu,
-             "eager_limit": plan.eager_limit, "rows": []}
+    topo = plan.topo
+    experiment.about.update(topology=topo.name, rate_mbit=topo.rate, mtu=plan.mtu, eager_limit=plan.eager_limit)
 
     def heading(_collective, emu):
         return (f"\n# {NAME}: {topo.name}, {len(topo.hosts)} ranks, links {topo.rate:g} Mbit/s "
                 f"= {topo.rate / 8:g} MB/s, MTU {plan.mtu}, OVS {ovs.datapath_name(emu.datapath)}, "
                 f"warmup {plan.warmup}, iters {plan.iters}, eager limit {plan.eager_limit} B")
 
-    with results.outcome("allreduce.json", about):
-        measured, check = run_sweeps(experiment, topo, {"allreduce": plan.placed}, plan.sizes, plan.warmup,
-                                     plan.iters, mtu=plan.mtu, about=about, csv="allreduce.csv", heading=heading,
-                                     eager_limit=plan.eager_limit)
-        rows = measured["allreduce"]
-        cmp = about["summary"] = sweep.compare_variants(rows)
-        cmp["fidelity_pass"] = check.passed
-        about["seconds"] = round(time.monotonic() - started, 1)
-    print(f"\nsummary ({topo.name}, {len(topo.hosts)} ranks, links {topo.rate:g} Mbit/s):")
-    print("\n".join(sweep.summary_lines(cmp)))
-    print(f"  fabric check before the sweep: {'PASS' if cmp['fidelity_pass'] else 'FAIL'} "
-          "(reachability, one long TCP flow >= 0.9 and parallel flows >= 0.85 of the link rate)")
-    results.figure("busbw.png", figures.busbw_by_size, rows, link_mbit=topo.rate, fabric=topo.name)
-    print(results.listing())
-    return 0 if cmp["wrong"] == 0 else 1
+    measured, check = run_sweeps(experiment, topo, {"allreduce": plan.placed}, plan.sizes, plan.warmup, plan.iters,
+                                 mtu=plan.mtu, csv="allreduce.csv", heading=heading, eager_limit=plan.eager_limit)
+    rows = measured["allreduce"]
+    cmp = experiment.about["summary"] = sweep.compare_variants(rows)
+    experiment.headline.update(sweep.headline(cmp))
+    experiment.say(f"\nsummary ({topo.name}, {len(topo.hosts)} ranks, links {topo.rate:g} Mbit/s):",
+                   *sweep.summary_lines(cmp),
+                   f"  fabric check before the sweep: {'PASS' if check.passed else 'FAIL'} (reachability, one long "
+                   "TCP flow >= 0.9 and parallel flows >= 0.85 of the link rate)")
+    experiment.figure("busbw.png", figures.busbw_by_size, rows, link_mbit=topo.rate, fabric=topo.name)

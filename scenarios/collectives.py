@@ -13,7 +13,8 @@ from testbed.api import sweep
 from testbed.collectives.placements import COLLECTIVE_VARIANTS
 from testbed.emulation import ovs
 from testbed.errors import TestbedError
-from testbed.experiments.sweeps import run_sweeps
+from testbed.experiments.claims import Claim
+from testbed.experiments.nccl_tests import run_sweeps
 from testbed.report import figures
 
 NAME = "collectives"
@@ -22,6 +23,16 @@ HELP = "nccl-tests' suite (allreduce, allgather, reduce-scatter, alltoall, broad
 COLLECTIVES = ("allreduce", "allgather", "reducescatter", "alltoall", "broadcast", "sendrecv")
 DEFAULTS = {"allreduce": "ring,hdrm", "allgather": "ring,rdrm", "reducescatter": "ring,rhrm",
             "alltoall": "pairwise,topo", "broadcast": "ring,tree", "sendrecv": "ring"}
+CLAIMS = (Claim("EFLOPS' mapping carries recursive doubling's allgather at the link rate at 1 MiB",
+                "allgather rdrm busbw/link at 1048576 B", at_least=0.9),
+          Claim("EFLOPS' mapping carries recursive halving's reduce-scatter at the link rate at 1 MiB",
+                "reducescatter rhrm busbw/link at 1048576 B", at_least=0.9),
+          Claim("the alltoall in link-disjoint rounds beats the pairwise exchange at 1 MiB",
+                "alltoall topo/pairwise busbw at 1048576 B", at_least=1.2),
+          Claim("the pipelined Ring broadcast beats the binomial tree at 1 MiB",
+                "broadcast tree/ring busbw at 1048576 B",
+                at_most=0.6))
+SMOKE = ("--factor", "1024", "--iters", "2")     # 1 KiB and 1 MiB only
 
 
 def add_arguments(parser):
@@ -67,36 +78,27 @@ def prepare(args):
 
 
 def run(plan, experiment):
-    results, topo, started = experiment.results, plan.topo, time.monotonic()
-    about = {"scenario": NAME, "topology": topo.name, "rate_mbit": topo.rate, "mtu": plan.mtu,
-             "eager_limit": plan.eager_limit, "rows": [], "summary": {}}
+    topo, started = plan.topo, experiment.started
+    experiment.about.update(topology=topo.name, rate_mbit=topo.rate, mtu=plan.mtu, eager_limit=plan.eager_limit,
+                            summary={})
 
     def heading(collective, emu):
         return (f"\n# {collective}: {topo.name}, {len(topo.hosts)} ranks, links {topo.rate:g} Mbit/s, "
                 f"MTU {plan.mtu}, OVS {ovs.datapath_name(emu.datapath)}, warmup {plan.warmup}, "
                 f"iters {plan.iters}; busbw = algbw x {busbw_factor_text(collective)}")
 
-    with results.outcome("collectives.json", about):
-        measured, check = run_sweeps(experiment, topo, plan.placed, plan.sizes, plan.warmup, plan.iters,
-                                     mtu=plan.mtu, about=about, csv="collectives.csv", heading=heading,
-                                     eager_limit=plan.eager_limit,
-                                     done=lambda c: print(f"  ... {c} done, {time.monotonic() - started:.0f} s"))
-        for collective, rows in measured.items():
-            about["summary"][collective] = sweep.compare_variants(rows)
-        about["fidelity_pass"] = check.passed
-        about["seconds"] = round(time.monotonic() - started, 1)
-    wrong = 0
-    for collective, cmp in about["summary"].items():
-        print(f"\nsummary, {collective} ({topo.name}, {len(topo.hosts)} ranks, links {topo.rate:g} Mbit/s):")
-        print("\n".join(sweep.summary_lines(cmp)))
-        wrong += cmp["wrong"]
-        results.figure(f"busbw_{collective}.png", figures.busbw_by_size, measured[collective], link_mbit=topo.rate,
-                       fabric=topo.name)
-    print(f"\n#wrong over every collective and iteration: {wrong}")
-    print(f"fabric check before the sweeps: {'PASS' if about['fidelity_pass'] else 'FAIL'} "
-          "(reachability, one long TCP flow >= 0.9 and parallel flows >= 0.85 of the link rate)")
-    print(results.listing())
-    return 0 if wrong == 0 else 1
+    measured, check = run_sweeps(experiment, topo, plan.placed, plan.sizes, plan.warmup, plan.iters, mtu=plan.mtu,
+                                 csv="collectives.csv", heading=heading, eager_limit=plan.eager_limit,
+                                 done=lambda c: print(f"  ... {c} done, {time.monotonic() - started:.0f} s"))
+    for collective, rows in measured.items():
+        cmp = experiment.about["summary"][collective] = sweep.compare_variants(rows)
+        experiment.headline.update({f"{collective} {k}": v for k, v in sweep.headline(cmp).items()})
+        experiment.say(f"\nsummary, {collective} ({topo.name}, {len(topo.hosts)} ranks, links {topo.rate:g} Mbit/s):",
+                       *sweep.summary_lines(cmp))
+        experiment.figure(f"busbw_{collective}.png", figures.busbw_by_size, rows, link_mbit=topo.rate, fabric=topo.name)
+    experiment.say(f"\n#wrong over every collective and iteration: {experiment.wrong}",
+                   f"fabric check before the sweeps: {'PASS' if check.passed else 'FAIL'} (reachability, one long TCP "
+                   "flow >= 0.9 and parallel flows >= 0.85 of the link rate)")
 
 
 def busbw_factor_text(collective):

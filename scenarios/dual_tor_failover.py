@@ -20,7 +20,8 @@ from testbed.collectives.data import ELEMENT_BYTES
 from testbed.collectives.metrics import failure_timeline
 from testbed.collectives.placements import place
 from testbed.errors import TestbedError
-from testbed.experiments.trials import Form, run_trials
+from testbed.experiments.claims import Claim
+from testbed.experiments.trials import Form, run_once
 from testbed.fidelity.verdict import describe
 from testbed.report import figures
 from testbed.topology import HPN7
@@ -29,6 +30,12 @@ NAME = "dual_tor_failover"
 HELP = "HPN7 allreduce while a NIC-ToR link and then a ToR fail and return: dual-ToR against single-ToR"
 ALLREDUCE = "ring_cross_segment"
 FAILURES = ("link", "tor", "both")
+CLAIMS = (Claim("dual-ToR: a NIC-ToR link cut costs the job little (HPN: 6.25% on 256 GPUs)",
+                "dual-ToR link down: during/before", at_least=0.5),
+          Claim("dual-ToR: the job never stalls for long", "dual-ToR longest stall (s)", at_most=2.0),
+          Claim("single ToR: the job halts while its NIC's only link is down", "single-ToR link down: during/before",
+                at_most=0.1))
+SMOKE = ("--fail", "link", "--at", "4", "--down-for", "4", "--run-for", "12")
 
 
 def add_arguments(parser):
@@ -116,16 +123,16 @@ def reactions(log_path, done):
     return out
 
 
-def measure(plan, summaries):
-    """One fabric's run (a form of the shared runner, one trial): the fabric check, then
-    iterations under the failure timeline; its summary goes into summaries[fabric name]."""
-    def one(emu, form, draw, trial, folder):
+def measure(plan, experiment, summaries):
+    """One fabric's run (a form of the engine's one pass): the fabric check, then iterations under
+    the failure timeline; the rows are the time line, and the run's summary goes into
+    summaries[fabric name] (the run's JSON's 'forms')."""
+    def one(emu, form, folder):
         topo = form.topo
-        print(f"\n## {topo.describe()}")
+        experiment.say(f"\n## {topo.describe()}", section="checks")
         schedule, hosts = place(ALLREDUCE, topo)
         link, tor = victims(topo, hosts)
-        check = emu.check()
-        print("\n".join(check.lines))
+        check = experiment.check(emu.check(), form.label)
         events = []
         if "link down" in plan.windows:
             a, b = plan.windows["link down"]
@@ -179,22 +186,25 @@ def fraction(value):
 
 
 def run(plan, experiment):
-    results = experiment.results
-    print(f"# {NAME}: {ALLREDUCE} allreduce of {plan.size} B, {plan.streams} connections per peer, back to back "
-          f"for {plan.run_for:g} s; failures: " + ", ".join(f"{n} {a:g}-{b:g} s" for n, (a, b) in plan.windows.items())
-          + (f", flapping every {plan.flap:g} s" if plan.flap else ""))
-    about = {"scenario": NAME, "windows": plan.windows, "flap": plan.flap, "stall_limit": plan.stall_limit,
-             "size": plan.size, "forms": {}}
-    with results.outcome("dual_tor_failover.json", about):
-        forms = [Form(label, topo, "ecmp") for label, topo in zip(("dual-ToR", "single-ToR"), plan.forms)]
-        rows, _ = run_trials(experiment, forms, trials=1, seed=0, measure=measure(plan, about["forms"]), mtu=plan.mtu,
-                             check=False, on_row=lambda row: results.append("iterations.csv", row))
-        timelines = {topo.name: [r for r in rows if r["fabric"] == topo.name] for topo in plan.forms}
-    print("\nsummary (dual-ToR, then the single-ToR baseline):")
-    for summary in about["forms"].values():
-        print("\n".join(report(summary, plan.windows)))
-    results.figure("timeline.png", figures.failure_timeline, timelines, plan.windows,
-                   fabric=" and ".join(f.name for f in plan.forms))
-    print(results.listing())
-    dual = about["forms"][plan.forms[0].name]
-    return 0 if all(s["wrong"] == 0 for s in about["forms"].values()) and not dual.get("stopped") else 1
+    experiment.header(f"# {NAME}: {ALLREDUCE} allreduce of {plan.size} B, {plan.streams} connections per peer, back to "
+                      f"back for {plan.run_for:g} s; failures: "
+                      + ", ".join(f"{n} {a:g}-{b:g} s" for n, (a, b) in plan.windows.items())
+                      + (f", flapping every {plan.flap:g} s" if plan.flap else ""))
+    summaries = {}
+    experiment.about.update(windows=plan.windows, flap=plan.flap, stall_limit=plan.stall_limit, size=plan.size,
+                            forms=summaries)
+    forms = [Form(label, topo, "ecmp") for label, topo in zip(("dual-ToR", "single-ToR"), plan.forms)]
+    rows, _ = run_once(experiment, forms, measure=measure(plan, experiment, summaries), mtu=plan.mtu, check=False,
+                       on_row=lambda row: experiment.row(row, csv="iterations.csv"))
+    timelines = {topo.name: [r for r in rows if r["fabric"] == topo.name] for topo in plan.forms}
+    experiment.say("\nsummary (dual-ToR, then the single-ToR baseline):")
+    for form, summary in zip(forms, summaries.values()):
+        experiment.say(*report(summary, plan.windows))
+        experiment.headline[f"{form.label} longest stall (s)"] = summary["longest_stall_s"]
+        for name in plan.windows:
+            experiment.headline[f"{form.label} {name}: during/before"] = summary.get(name, {}).get("during_over_before")
+    experiment.figure("timeline.png", figures.failure_timeline, timelines, plan.windows,
+                      fabric=" and ".join(f.name for f in plan.forms))
+    dual = summaries.get(plan.forms[0].name, {})
+    if dual.get("stopped"):
+        experiment.failed = f"the dual-ToR job stopped: {dual['stopped']}"

@@ -21,6 +21,7 @@ from testbed.api.sweep import check_sweep
 from testbed.collectives.data import ELEMENT_BYTES
 from testbed.collectives.placements import place
 from testbed.errors import TestbedError
+from testbed.experiments.claims import Claim
 from testbed.experiments.trials import Form, compare, run_trials
 from testbed.fidelity.verdict import describe_all
 from testbed.report import figures
@@ -31,6 +32,11 @@ HELP = "HD on a Clos with ECMP against HDRM on BiGraph with deterministic routes
 WORKLOADS = {"allreduce": (("allreduce", "hd"), ("allreduce", "hdrm")),
              "alltoall": (("alltoall", "pairwise"), ("alltoall", "topo"))}
 DEFAULT_TRIALS = 16
+CLAIMS = (Claim("BiGraph with HDRM carries 50% more busbw than HD on the ECMP Clos", "busbw/link: gain",
+                at_least=0.5),
+          Claim("HDRM on BiGraph runs near the link rate", "busbw/link: bigraph-deterministic-hdrm", at_least=0.9),
+          Claim("HDRM's steps share no link on BiGraph", "collided steps: bigraph-deterministic-hdrm", at_most=0))
+SMOKE = ("--trials", "2", "--iters", "1")
 
 
 def add_arguments(parser):
@@ -121,37 +127,28 @@ def compare_cases(rows, cases):
 
 
 def run(plan, experiment):
-    results, started = experiment.results, time.monotonic()
-    print(f"# {NAME}: {plan.size} B {plan.workload}, {plan.trials} paired trials x {plan.iters} iterations from seed "
-          f"{plan.seed}, links {plan.cases[0].topo.rate:g} Mbit/s, MTU {plan.mtu}")
-    for case in plan.cases:
-        print(f"#   {case.label}: {case.topo.describe()}, routing {case.routing}, {case.variant}")
-    about = {"scenario": NAME, "rows": []}
+    experiment.header(f"# {NAME}: {plan.size} B {plan.workload}, {plan.trials} paired trials x {plan.iters} iterations "
+                      f"from seed {plan.seed}, links {plan.cases[0].topo.rate:g} Mbit/s, MTU {plan.mtu}",
+                      *[f"#   {case.label}: {case.topo.describe()}, routing {case.routing}, {case.variant}"
+                        for case in plan.cases])
 
     def keep(row):
-        print(trial_line(row), flush=True)
-        about["rows"].append(row)
-        results.append("ecmp_trials.csv", {k: v for k, v in row.items() if k not in ("per_step", "per_link")})
-        results.append("ecmp_links.csv",
-                       *[dict(link, case=row["case"], trial=row["trial"]) for link in row["per_link"]])
+        experiment.row(row, trial_line(row), csv="ecmp_trials.csv")
+        experiment.results.append("ecmp_links.csv",
+                                  *[dict(link, case=row["case"], trial=row["trial"]) for link in row["per_link"]])
 
-    with results.outcome("ecmp_collisions.json", about):
-        forms = [Form(case.label, case.topo, case.routing) for case in plan.cases]
-        run_trials(experiment, forms, trials=plan.trials, seed=plan.seed, measure=measure(plan), mtu=plan.mtu,
-                   check=False, on_row=keep)
-        rows = about["rows"]
-        compared, cmp = compare_cases(rows, plan.cases)
-        about["summary"] = cmp
-        about["seconds"] = round(time.monotonic() - started, 1)
+    forms = [Form(case.label, case.topo, case.routing) for case in plan.cases]
+    rows, _ = run_trials(experiment, forms, trials=plan.trials, seed=plan.seed, measure=measure(plan), mtu=plan.mtu,
+                         check=False, on_row=keep)
+    compared, cmp = compare_cases(rows, plan.cases)
+    experiment.about.update(seed=plan.seed, summary=cmp)
+    experiment.headline.update(compared["busbw"].headline("busbw/link"))
+    experiment.headline.update(compared["collided"].headline("collided steps"))
     steps = ", ".join(f"{case.label} {n}" for case, n in zip(plan.cases, cmp["steps_per_case"]))
-    print(f"\nsummary (paired over trials; mean [95% interval]; steps per {plan.workload}: {steps}):")
-    for c in compared.values():
-        print(f"  {c.line()}")
-    print(f"  #wrong over every iteration: {cmp['wrong']}")
-    print(f"  {cmp['emulator']}")
+    experiment.say(f"\nsummary (paired over trials; mean [95% interval]; steps per {plan.workload}: {steps}):",
+                   *[f"  {c.line()}" for c in compared.values()], f"  #wrong over every iteration: {cmp['wrong']}",
+                   f"  {cmp['emulator']}")
     first = [r for r in rows if r["trial"] == 0]
-    results.figure("flows_per_link.png", figures.flows_heatmap,
-                   [(f"{r['case']} (trial 0)", r["per_link"], len(r["per_step"])) for r in first],
-                   fabric=" against ".join(case.topo.name for case in plan.cases))
-    print(results.listing())
-    return 0 if cmp["wrong"] == 0 else 1
+    experiment.figure("flows_per_link.png", figures.flows_heatmap,
+                      [(f"{r['case']} (trial 0)", r["per_link"], len(r["per_step"])) for r in first],
+                      fabric=" against ".join(case.topo.name for case in plan.cases))

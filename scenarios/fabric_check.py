@@ -3,10 +3,16 @@ from dataclasses import dataclass
 
 from scenarios.common import add_fabric_arguments, at_least, fabric
 from testbed.errors import TestbedError
+from testbed.experiments.claims import Claim
 
 NAME = "fabric_check"
 ACROSS_MACHINES = True     # --machines (machines.head)
 HELP = "build a fabric, ping all pairs, measure one long TCP flow and parallel flows against the link rate"
+CLAIMS = (Claim("every NIC port answers every other", "pairs answering", at_least=1),
+          Claim("one TCP flow over the longest path gets the link rate", "longest path goodput/link", at_least=0.9),
+          Claim("parallel flows on spread-out paths each get the link rate", "parallel flows min goodput/link",
+                at_least=0.85))
+SMOKE = ("--duration", "3")
 
 
 def add_arguments(parser):
@@ -35,12 +41,15 @@ def prepare(args):
 
 
 def run(plan, experiment):
-    results, topo = experiment.results, plan.topo
-    about = {"scenario": NAME, "topology": topo.name, "rate_mbit": topo.rate, "mtu": plan.mtu}
-    with results.outcome("summary.json", about), experiment.emulate(topo, mtu=plan.mtu) as emu:
-        about["datapath"] = emu.datapath
-        check = emu.check(plan.duration)
-        about.update(check.summary)
-        print("\n" + "\n".join(check.lines))
-    print(results.listing())
-    return 0 if check.passed else 1
+    topo = plan.topo
+    experiment.about.update(topology=topo.name, rate_mbit=topo.rate, mtu=plan.mtu)
+    with experiment.emulate(topo, mtu=plan.mtu) as emu:
+        experiment.about["datapath"] = emu.datapath
+        check = experiment.check(emu.check(plan.duration))
+    experiment.about.update(check.summary)
+    reach = check.summary["reachability"]
+    experiment.headline.update({"pairs answering": reach["answered"] / reach["pairs"],
+                                "longest path goodput/link": check.single_flow,
+                                "parallel flows min goodput/link": check.parallel_min})
+    if not check.passed:
+        experiment.failed = "the fabric check failed"

@@ -27,21 +27,21 @@ import statistics
 import time
 from dataclasses import dataclass
 
-from scipy import stats
-
 from scenarios.common import at_least, names
 from testbed import api
 from testbed.api import Comm
 from testbed.collectives.data import ELEMENT_BYTES
 from testbed.collectives.placements import place
 from testbed.emulation import faults
+from testbed.emulation.cpu import process_seconds
 from testbed.emulation.events import Timeline
 from testbed.emulation.network import DEFAULT_MTU
 from testbed.emulation.shaping import netem_available
 from testbed.errors import TestbedError
-from testbed.experiments.watched import run_watched
+from testbed.experiments.claims import Claim
+from testbed.experiments.job_trials import run_watched
 from testbed.fidelity.diagnosis import KINDS as FOUND_KINDS
-from testbed.report.paired import Comparison, figure, interval
+from testbed.report.paired import Comparison, figure, interval, wilson
 from testbed.routing.hashing import Draw, Placer
 from testbed.topology import DEFAULT_QUEUE, DEFAULT_RATE, FORMS, HPN7, LeafSpine
 
@@ -53,6 +53,10 @@ DESIGNS = ("tor", "plane", "routing")
 # what the detector should call each injected kind
 EXPECTED = {"slow-link": "link-slow", "link-down": "link-down", "flap": "link-down", "port-down": "link-down",
             "switch-down": "switch-down", "slow-rank": "rank-slow", "hang-rank": "rank-hung", "loss": "link-slow"}
+CLAIMS = (Claim("the detector names most faults, kind and place", "located (kind and place)", at_least=0.8),
+          Claim("it raises few false alarms on fault-free trials", "false alarms", at_most=0.25))
+SMOKE = ("--topology", "bigraph:2,8", "--trials", "2", "--fault-free", "1", "--kinds", "slow-link,link-down",
+         "--designs", "none", "--before", "2", "--fault-for", "3")
 STEP_S = 0.25            # the detector is asked again every STEP_S of the fault (time to detection)
 REACT_SETTLE_S = 0.5     # after rerouting, the flows' queues drain before the bandwidth counts
 
@@ -313,23 +317,12 @@ def found_place(finding):
     return frozenset((finding.where,)) if finding.where else frozenset()
 
 
-def cpu_seconds(pid):
-    """CPU time a process used so far (user and system)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    import os
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 # --- a trial -----------------------------------------------------------------------------------
 def run_trial(emu, watch, trial, plan, topo, links, rng):
     """One trial on a running watch: the window before, the fault, the job settling; its row."""
     fault = trial.fault and place_fault(trial.fault, topo, links, rng, len(watch.comm.hosts))
     pids, start = watch.rank_pids, watch.now()
-    used = [cpu_seconds(pid) for pid in pids]
+    used = [process_seconds(pid) for pid in pids]
     with emu.emulation.cpu_monitor() as cpu_before:
         watch.wait(start + (fault.at if fault and fault.at else plan.before))
         if fault and fault.iteration:
@@ -339,7 +332,7 @@ def run_trial(emu, watch, trial, plan, topo, links, rng):
     inject = watch.now()
     if fault and fault.kind == "slow-rank" and trial.share_of_use:
         rank = int(fault.where)
-        use = (cpu_seconds(pids[rank]) - used[rank]) / (inject - start)
+        use = (process_seconds(pids[rank]) - used[rank]) / (inject - start)
         fault = _with(fault, fault.where, max(faults.CgroupLimit.MIN_SHARE, round(use * trial.share_of_use, 4)))
     events = emu.fault(_at_once(fault), watch, end=plan.fault_for) if fault else []
     reacted = None
@@ -435,14 +428,6 @@ def run_one(experiment, plan, k, run, keep):
                        prepare=lambda emu, watch: job_links(topo, emu, watch, Draw(draw_seed, bond)))
 
 
-def wilson(k, n):
-    """The share k/n with its 95% Wilson score interval."""
-    if not n:
-        return None, None, None
-    ci = stats.binomtest(k, n).proportion_ci(0.95, method="wilson")
-    return k / n, ci.low, ci.high
-
-
 def share_line(what, k, n):
     share, lo, hi = wilson(k, n)
     return f"{what}: {k} of {n}" + (f" = {share:.0%} [95% interval {lo:.0%}, {hi:.0%}]" if n else "")
@@ -517,43 +502,42 @@ def design_lines(plan, rows):
             [f"  {line}" for line in lines]) if lines else []
 
 
+def line(row):
+    said = (f"found {row['found']} {row['found_where']} ({row['confidence']:.2f})"
+            + (f" after {row['detect_s']:.2f} s" if row["detect_s"] is not None else ""))
+    how = f" {row['how']:g}" if row["how"] else ""
+    return (f"  {row['fabric']:30s} trial {row['trial']:2d} {row['injected']:11s} {row['where'] + how:26s} "
+            f"{said:54s} {'RIGHT' if row['correct'] else 'WRONG'}  busbw {row['during_over_before'] or 0:.2f} "
+            f"of before{'  BOTTLENECK' if row['emulator_bottleneck'] else ''}")
+
+
 def run(plan, experiment):
-    results, started = experiment.results, time.monotonic()
     located = [t for run in plan.runs if run.design is None for t in run.trials]
     faulty = sum(t.fault is not None for t in located)
     designs = list(dict.fromkeys(run.design for run in plan.runs if run.design))
-    print(f"# {NAME}: {sum(run.design is None for run in plan.runs)} fabric(s), {faulty} faulty and "
-          f"{len(located) - faulty} fault-free trials; design comparisons: {', '.join(designs) or 'none'} "
-          f"(seed {plan.seed}); {plan.algorithm} allreduce of {plan.size} bytes on every host, back to back; "
-          f"{plan.before:g} s before each fault, {plan.fault_for:g} s of fault (a hang {plan.hang_for:g} s)")
-    about = {"scenario": NAME, "seed": plan.seed, "rows": [], "runs": [f"{r.label} {r.topo.name}" for r in plan.runs]}
-
-    def keep(row):
-        about["rows"].append(row)
-        results.append("fault_localisation.csv", {k: v for k, v in row.items() if k != "events"})
-        said = (f"found {row['found']} {row['found_where']} ({row['confidence']:.2f})"
-                + (f" after {row['detect_s']:.2f} s" if row["detect_s"] is not None else ""))
-        how = f" {row['how']:g}" if row["how"] else ""
-        print(f"  {row['fabric'][:24]:24s} trial {row['trial']:2d} {row['injected']:11s} {row['where'] + how:26s} "
-              f"{said:54s} {'RIGHT' if row['correct'] else 'WRONG'}  busbw {row['during_over_before'] or 0:.2f} "
-              f"of before{'  BOTTLENECK' if row['emulator_bottleneck'] else ''}", flush=True)
-
-    with results.outcome("fault_localisation.json", about):
-        for k, run in enumerate(plan.runs):
-            print(f"\n## {run.design + ': ' + run.label + ', ' if run.design else ''}{run.topo.describe()}, "
-                  f"{run.routing} routing")
-            check = run_one(experiment, plan, k, run, keep)
-            about.setdefault("fabric_check", {})[f"{run.label} {run.topo.name}"] = check.passed
-        rows = about["rows"]
-        lines = summary_lines([r for r in rows if r["design"] is None]) + design_lines(plan, rows)
-        bound = [f"{r['fabric']} trial {r['trial']}" for r in rows if r["emulator_bottleneck"]]
-        lines.append("emulator: " + (f"WAS the bottleneck (CPU saturated) in {', '.join(bound)}" if bound else
-                                     f"was not the bottleneck (busiest core at most "
-                                     f"{max((r['busiest_core'] for r in rows), default=0):.0%} busy)"))
-        lines.append(f"#wrong: {sum(r['wrong'] for r in rows)} (every allreduce checked against numpy)")
-        about["summary"] = lines
-        about["seconds"] = round(time.monotonic() - started, 1)
-    print("\nsummary:")
-    print("\n".join(f"  {line}" for line in lines))
-    print(f"\nwritten to {results.path} in {time.monotonic() - started:.0f} s")
-    return 0
+    experiment.header(
+        f"# {NAME}: {sum(run.design is None for run in plan.runs)} fabric(s), {faulty} faulty and "
+        f"{len(located) - faulty} fault-free trials; design comparisons: {', '.join(designs) or 'none'} "
+        f"(seed {plan.seed}); {plan.algorithm} allreduce of {plan.size} bytes on every host, back to back; "
+        f"{plan.before:g} s before each fault, {plan.fault_for:g} s of fault (a hang {plan.hang_for:g} s)")
+    experiment.about.update(seed=plan.seed, runs=[f"{r.label} {r.topo.name}" for r in plan.runs])
+    for k, run in enumerate(plan.runs):
+        experiment.say(f"\n## {run.design + ': ' + run.label + ', ' if run.design else ''}{run.topo.describe()}, "
+                       f"{run.routing} routing", section="rows")
+        run_one(experiment, plan, k, run,
+                lambda row: experiment.row(row, line(row), csv="fault_localisation.csv", omit=("events",)))
+    rows = experiment.rows
+    lines = summary_lines([r for r in rows if r["design"] is None]) + design_lines(plan, rows)
+    bound = [f"{r['fabric']} trial {r['trial']}" for r in rows if r["emulator_bottleneck"]]
+    lines.append("emulator: " + (f"WAS the bottleneck (CPU saturated) in {', '.join(bound)}" if bound else
+                                 "was not the bottleneck (busiest core at most "
+                                 f"{max((r['busiest_core'] for r in rows), default=0):.0%} busy)"))
+    lines.append(f"#wrong: {experiment.wrong} (every allreduce checked against numpy)")
+    experiment.about["summary"] = lines
+    faulty_rows = [r for r in rows if r["design"] is None and r["injected"] != "none"]
+    free_rows = [r for r in rows if r["design"] is None and r["injected"] == "none"]
+    experiment.headline.update({"located (kind and place)": wilson(sum(r["correct"] for r in faulty_rows),
+                                                                   len(faulty_rows))[0],
+                                "false alarms": wilson(sum(r["found"] != "none" for r in free_rows),
+                                                       len(free_rows))[0]})
+    experiment.say("\nsummary:", *[f"  {line}" for line in lines])

@@ -19,9 +19,10 @@ from testbed.collectives.cross_segment import CrossSegmentJob, data_connections
 from testbed.collectives.data import ELEMENT_BYTES
 from testbed.collectives.schedules import Ring
 from testbed.errors import TestbedError
+from testbed.experiments.claims import Claim
+from testbed.experiments.trials import compare, model_trials
 from testbed.fidelity import predict
 from testbed.probes.loads import nic_downlink_split, tier_loads
-from testbed.report.paired import Comparison, trial_order
 from testbed.routing.hashing import Draw, Placer
 from testbed.topology import from_spec
 from testbed.topology.hpn7 import plane_forms
@@ -42,6 +43,11 @@ PAPER = {
     "agg": "single plane polarises the aggregation tier (no figure)",
     "idle": "(no figure)",
 }
+CLAIMS = (Claim("at 256 GPUs dual plane speeds up the cross-segment allreduce (gain's 95% interval above zero; HPN: "
+                "+50% to +64%)", "256 GPUs allreduce: gain low", at_least=0.0),
+          Claim("at 256 GPUs dual plane speeds up Multi-AllReduce (gain's 95% interval above zero)",
+                "256 GPUs multi: gain low", at_least=0.0))
+SMOKE = ("--gpus", "256", "--draws", "4")
 NOT_MODELLED = ("ToR downlink queues -91.8% with dual plane (production): a fluid model has no queues; "
                 "hpn7_planes measures them in the emulation")
 
@@ -98,7 +104,7 @@ def prepare(args):
     return Plan(forms, jobs, args.hash, args.bond, args.streams, args.draws, seed)
 
 
-def evaluate(topo, placer, job, draw):
+def evaluate_form(topo, placer, job, draw):
     """One form on one draw: the figures the paper reports, from the model."""
     groups, pairs = job.flows(draw)
     flows = predict.flows(topo, groups, {c: placer.path(c) for g in groups for c in g}, MTU)
@@ -134,44 +140,39 @@ BY_DIFFERENCE = {"idle"}        # can be zero: compared by its difference, not a
 
 
 def run(plan, experiment):
-    results, started = experiment.results, time.monotonic()
     single = plan.forms[0]
-    print(f"# {NAME}: HPN7(S={single.segments}, H={single.servers}, R={single.rails}, A={single.aggs}) by the "
-          f"flow model; ToR uplinks {single.uplink_capacity:.4g} of NIC-facing capacity; hash {plan.hash}, bond "
-          f"{plan.bond}, {plan.streams} connections per peer; {plan.draws} draws per job from seed {plan.seed}")
-    placers = [Placer(form, routing.plan(form, "ecmp", plan.hash), plan.bond) for form in plan.forms]
-    about = {"scenario": NAME, "seed": plan.seed, "hash": plan.hash, "bond": plan.bond, "streams": plan.streams,
-             "draws": [], "summary": []}
-    with results.outcome("hpn7_at_scale.json", about):
-        for gpus, servers in plan.jobs:
-            job_started = time.monotonic()
-            values = {key: [] for key, _ in FIGURES}
-            for d in range(plan.draws):
-                seed = plan.seed + d
-                got = {}
-                for k in trial_order((0, 1), d):
-                    job = CrossSegmentJob(plan.forms[k], range(servers), plan.streams)
-                    got[k] = evaluate(plan.forms[k], placers[k], job, Draw(seed, plan.bond))
-                for key in values:
-                    values[key].append((got[0][key], got[1][key]))
-                row = {"gpus": gpus, "draw": d, "seed": seed}
-                row.update({f"{key}_{form}": got[k][key] for key in values
-                            for k, form in enumerate(("single", "dual"))})
-                about["draws"].append(row)
-                results.append("hpn7_at_scale_draws.csv", row)
-            print(f"\n## {gpus} accelerators ({servers} servers x {single.rails} rails on each of two segments), "
-                  f"{plan.draws} draws in {time.monotonic() - job_started:.1f} s")
-            for key, name in FIGURES:
-                cmp = Comparison(name, FORMS, values[key], digits=3,
-                                 by="difference" if key in BY_DIFFERENCE else "ratio")
-                print(f"  {cmp.line()}\n      paper: {PAPER[key]}")
-                about["summary"].append(dict(cmp.to_dict(), gpus=gpus, key=key, paper=PAPER[key]))
-                results.append("hpn7_at_scale_summary.csv", summary_row(gpus, key, name, cmp))
-        about["seconds"] = round(time.monotonic() - started, 1)
-    print(f"\nmodelled in {about['seconds']} s (flows: the job's hosts to their counterparts; agg->tor over every "
-          f"aggregation switch's links to the job's ToRs)\nnot modelled: {NOT_MODELLED}")
-    print(results.listing())
-    return 0
+    experiment.header(
+        f"# {NAME}: HPN7(S={single.segments}, H={single.servers}, R={single.rails}, A={single.aggs}) by the flow "
+        "model; "
+        f"ToR uplinks {single.uplink_capacity:.4g} of NIC-facing capacity; hash {plan.hash}, bond {plan.bond}, "
+        f"{plan.streams} connections per peer; {plan.draws} draws per job from seed {plan.seed}")
+    placers = dict(zip(FORMS, (Placer(form, routing.plan(form, "ecmp", plan.hash), plan.bond) for form in plan.forms)))
+    topos = dict(zip(FORMS, plan.forms))
+    experiment.about.update(seed=plan.seed, hash=plan.hash, bond=plan.bond, streams=plan.streams, summary=[])
+    for gpus, servers in plan.jobs:
+        started = time.monotonic()
+
+        def evaluate(form, d, servers=servers):
+            job = CrossSegmentJob(topos[form], range(servers), plan.streams)
+            return evaluate_form(topos[form], placers[form], job, Draw(plan.seed + d, plan.bond))
+
+        rows = model_trials(FORMS, plan.draws, evaluate)
+        for d in range(plan.draws):
+            row = {"gpus": gpus, "draw": d, "seed": plan.seed + d}
+            for r in (r for r in rows if r["trial"] == d):
+                row.update({f"{key}_{r['form'].split()[0]}": r[key] for key, _ in FIGURES})
+            experiment.row(row, csv="hpn7_at_scale_draws.csv")
+        experiment.say(f"\n## {gpus} accelerators ({servers} servers x {single.rails} rails on each of two segments), "
+                       f"{plan.draws} draws in {time.monotonic() - started:.1f} s")
+        for key, name in FIGURES:
+            cmp = compare(rows, FORMS, key, name, 3, by="difference" if key in BY_DIFFERENCE else "ratio")
+            experiment.say(f"  {cmp.line()}\n      paper: {PAPER[key]}")
+            experiment.about["summary"].append(dict(cmp.to_dict(), gpus=gpus, key=key, paper=PAPER[key]))
+            experiment.results.append("hpn7_at_scale_summary.csv", summary_row(gpus, key, name, cmp))
+            if key in ("goodput", "allreduce", "multi"):
+                experiment.headline.update(cmp.headline(f"{gpus} GPUs {key}"))
+    experiment.say(f"\nmodelled in {experiment.seconds} s (flows: the job's hosts to their counterparts; agg->tor over "
+                   f"every aggregation switch's links to the job's ToRs)\nnot modelled: {NOT_MODELLED}")
 
 
 def summary_row(gpus, key, name, cmp):

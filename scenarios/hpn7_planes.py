@@ -39,6 +39,7 @@ from testbed.collectives.cross_segment import CrossSegmentJob
 from testbed.collectives.data import ELEMENT_BYTES
 from testbed.collectives.schedules import PairwiseAlltoall, Ring
 from testbed.errors import TestbedError
+from testbed.experiments.claims import Claim
 from testbed.experiments.trials import Form, compare, model_lines, run_trials
 from testbed.fidelity.verdict import describe_all, flag
 from testbed.report import figures
@@ -51,6 +52,13 @@ FORMS = ("single plane", "dual plane")
 WORKLOADS = ("allreduce", "flows", "alltoall")
 TIERS = ("host->tor", "tor->agg", "agg->tor", "tor->host")
 DEFAULT_TRIALS = 8
+CLAIMS = (Claim("dual plane carries the cross-segment allreduce at least 20% faster than single plane (HPN: +50% "
+                "to +64%)", "allreduce result: gain", at_least=0.2),
+          Claim("dual plane carries the cross-segment flows at least 20% faster (HPN: up to +71.6%)",
+                "flows result: gain", at_least=0.2),
+          Claim("the allreduce follows from where hashing put its flows (measured/model, dual plane)",
+                "allreduce measured_over_model: dual plane", at_least=0.8))
+SMOKE = ("--trials", "2", "--iters", "2", "--duration", "3")
 
 
 def add_arguments(parser):
@@ -167,48 +175,42 @@ def comparisons(rows):
 
 
 def run(plan, experiment):
-    results, started = experiment.results, time.monotonic()
     single = plan.forms[0]
     if plan.source:
-        print(f"# {plan.source}")
-    print(f"# {NAME}: HPN7(S={single.segments}, H={single.servers}, R={single.rails}, A={single.aggs}), "
-          f"{'ECMP' if plan.routing == 'ecmp' else plan.routing + ' routing'}, hash "
-          f"{plan.hash}, bond {plan.bond}, links {single.rate:g} Mbit/s, ToR uplinks {single.uplink_capacity:.4g} of "
-          f"NIC-facing capacity; {plan.trials} paired trials from seed {plan.seed}: allreduce {plan.size} B x "
-          f"{plan.iters} and cross-segment flows for {plan.duration} s, {plan.streams} connections per peer; "
-          f"workloads {', '.join(plan.workloads)}")
-    about = {"scenario": NAME, "hash": plan.hash, "bond": plan.bond, "seed": plan.seed, "rate_mbit": single.rate,
-             "uplink_capacity": single.uplink_capacity, "mtu": plan.mtu, "rows": [], "links": [], "fidelity": {}}
-
-    def keep(row):
-        about["rows"].append(row)
-        results.append(f"hpn7_{row['workload']}.csv", row)
-        print(line(row), flush=True)
-
-    seen = {"links": about["links"], "queues": {}}
-    with results.outcome("hpn7_planes.json", about):
-        forms = [Form(label, topo, plan.routing, plan.hash) for label, topo in zip(FORMS, plan.forms)]
-        rows, checks = run_trials(experiment, forms, trials=plan.trials, seed=plan.seed, bond=plan.bond,
-                                  measure=measure(plan, results, seen), mtu=plan.mtu, on_row=keep)
-        about["fidelity"] = {f.topo.planes: checks[f.label].summary for f in forms}
-        compared = comparisons(rows)
-        about["summary"] = [dict(c.to_dict(), workload=w, key=k) for w, k, c in compared]
-        about["wrong"] = sum(r["wrong"] for r in rows)
-        about["emulator"] = describe_all(rows, lambda r: f"trial {r['trial']} planes={r['planes']} {r['workload']}")
-        about["seconds"] = round(time.monotonic() - started, 1)
-        for w, k, c in compared:
-            results.append("hpn7_summary.csv", {"workload": w, "figure": k, **c.row(("single", "dual"))})
-    results.append("hpn7_queues.csv", *[{"planes": planes, "workload": workload, "port": port, "time": t, "bytes": b}
-                                        for (planes, workload), ports in seen["queues"].items()
-                                        for port, series in ports.items() for t, _, b, _ in series])
-    print("\nsummary (single plane against dual plane, paired over trials; mean [95% interval]):")
-    for _, _, c in compared:
-        print(f"  {c.line()}")
-    print("measured against the flow model (max-min fair rates over the captured paths):")
-    print("\n".join(model_lines(rows, FORMS, name=lambda r: r["workload"])))
+        experiment.header(f"# {plan.source}")
+    experiment.header(
+        f"# {NAME}: HPN7(S={single.segments}, H={single.servers}, R={single.rails}, A={single.aggs}), "
+        f"{'ECMP' if plan.routing == 'ecmp' else plan.routing + ' routing'}, hash {plan.hash}, bond {plan.bond}, "
+        f"links {single.rate:g} Mbit/s, ToR uplinks {single.uplink_capacity:.4g} of NIC-facing capacity; "
+        f"{plan.trials} paired trials from seed {plan.seed}: allreduce {plan.size} B x {plan.iters} and "
+        f"cross-segment flows for {plan.duration} s, {plan.streams} connections per peer; workloads "
+        f"{', '.join(plan.workloads)}")
+    experiment.about.update(hash=plan.hash, bond=plan.bond, seed=plan.seed, rate_mbit=single.rate,
+                            uplink_capacity=single.uplink_capacity, mtu=plan.mtu, links=[])
+    seen = {"links": experiment.about["links"], "queues": {}}
+    forms = [Form(label, topo, plan.routing, plan.hash) for label, topo in zip(FORMS, plan.forms)]
+    rows, checks = run_trials(experiment, forms, trials=plan.trials, seed=plan.seed, bond=plan.bond,
+                              measure=measure(plan, experiment.results, seen), mtu=plan.mtu,
+                              on_row=lambda row: experiment.row(row, line(row), csv=f"hpn7_{row['workload']}.csv"))
+    experiment.about["fidelity"] = {f.topo.planes: checks[f.label].summary for f in forms}
+    compared = comparisons(rows)
+    experiment.about["summary"] = [dict(c.to_dict(), workload=w, key=k) for w, k, c in compared]
+    experiment.about["emulator"] = describe_all(rows, lambda r: f"trial {r['trial']} planes={r['planes']} "
+                                                                f"{r['workload']}")
+    for w, k, c in compared:
+        experiment.results.append("hpn7_summary.csv", {"workload": w, "figure": k, **c.row(("single", "dual"))})
+        if k in ("result", "mean_queue_bytes", "measured_over_model"):
+            experiment.headline.update(c.headline(f"{w} {k}"))
+    experiment.results.append("hpn7_queues.csv", *[
+        {"planes": planes, "workload": workload, "port": port, "time": t, "bytes": b}
+        for (planes, workload), ports in seen["queues"].items() for port, series in ports.items()
+        for t, _, b, _ in series])
     passed = ", ".join(f"planes={f.topo.planes} {'PASS' if checks[f.label].passed else 'FAIL'}" for f in forms)
-    print(f"  #wrong over every iteration: {about['wrong']}\n  {about['emulator']}\n  fabric check: {passed}")
-    results.figure("load_per_link.png", figures.load_per_link, seen["links"], TIERS, fabric=single.name)
-    results.figure("queues.png", figures.queues_by_form, seen["queues"], fabric=single.name)
-    print(results.listing())
-    return 0 if about["wrong"] == 0 else 1
+    experiment.say("\nsummary (single plane against dual plane, paired over trials; mean [95% interval]):",
+                   *[f"  {c.line()}" for _, _, c in compared],
+                   "measured against the flow model (max-min fair rates over the captured paths):",
+                   *model_lines(rows, FORMS, name=lambda r: r["workload"]),
+                   f"  #wrong over every iteration: {experiment.wrong}", f"  {experiment.about['emulator']}",
+                   f"  fabric check: {passed}")
+    experiment.figure("load_per_link.png", figures.load_per_link, seen["links"], TIERS, fabric=single.name)
+    experiment.figure("queues.png", figures.queues_by_form, seen["queues"], fabric=single.name)

@@ -27,6 +27,7 @@ from testbed.collectives.data import ELEMENT_BYTES
 from testbed.collectives.placements import rail_ring
 from testbed.collectives.schedules import Ring
 from testbed.errors import TestbedError
+from testbed.experiments.claims import Claim
 from testbed.experiments.trials import Form, model_lines, run_trials
 from testbed.fidelity.verdict import describe_all, flag
 from testbed.report import figures
@@ -40,6 +41,13 @@ HELP = "HPN7: segment-local against cross-segment allreduce, and Multi-AllReduce
 CASES = ("segment-local", "cross-segment", "multi-allreduce")
 FORMS = ("single plane", "dual plane")
 LISTEN_PORT = 7000          # emulation_launcher's: one rank per host
+CLAIMS = (Claim("dual plane speeds up the cross-segment allreduce by 20% or more", "cross-segment: gain",
+                at_least=0.2),
+          Claim("dual plane speeds up Multi-AllReduce by 20% or more (HPN: up to +158%)", "multi-allreduce: gain",
+                at_least=0.2),
+          Claim("a segment-local allreduce never meets the aggregation tier: the planes do not differ",
+                "segment-local: gain", at_least=-0.1, at_most=0.1))
+SMOKE = ("--trials", "2", "--iters", "2")
 
 
 def add_arguments(parser):
@@ -127,33 +135,23 @@ def heading(plan):
 
 
 def run(plan, experiment):
-    results, started, topo = experiment.results, time.monotonic(), plan.forms[0]
-    print(heading(plan))
-    about = {"scenario": NAME, "hash": plan.hash, "bond": plan.bond, "seed": plan.seed, "size": plan.size,
-             "rows": [], "fabric_check": {}}
-
-    def keep(row):
-        about["rows"].append(row)
-        results.append("hpn7_rails.csv", row)
-        print(line(row), flush=True)
-
-    with results.outcome("hpn7_rails.json", about):
-        forms = [Form(label, form, plan.routing, plan.hash) for label, form in zip(FORMS, plan.forms)]
-        rows, checks = run_trials(experiment, forms, trials=plan.trials, seed=plan.seed, bond=plan.bond,
-                                  measure=measure(plan), mtu=plan.mtu, on_row=keep)
-        about["fabric_check"] = {f.topo.planes: checks[f.label].passed for f in forms}
-        compared = comparisons(rows)
-        about["summary"] = {key: c.to_dict() for key, c in compared.items()}
-        about["wrong"] = sum(r["wrong"] for r in rows)
-        about["emulator"] = describe_all(rows, lambda r: f"trial {r['trial']} planes={r['planes']} {r['case']}")
-        about["seconds"] = round(time.monotonic() - started, 1)
-    print("\nsummary (paired over trials; mean [95% interval]):")
-    for c in compared.values():
-        print(f"  {c.line()}")
-    print("measured against the flow model (max-min fair rates over the captured paths):")
-    print("\n".join(model_lines(rows, FORMS, name=lambda r: r["case"])))
-    passed = ", ".join(f"planes={p} {'PASS' if ok else 'FAIL'}" for p, ok in about["fabric_check"].items())
-    print(f"  #wrong over every iteration: {about['wrong']}\n  {about['emulator']}\n  fabric check: {passed}")
-    results.figure("busbw_by_case.png", figures.busbw_by_case, rows, fabric=topo.name)
-    print(results.listing())
-    return 0 if about["wrong"] == 0 else 1
+    topo = plan.forms[0]
+    experiment.header(heading(plan))
+    experiment.about.update(hash=plan.hash, bond=plan.bond, seed=plan.seed, size=plan.size)
+    forms = [Form(label, form, plan.routing, plan.hash) for label, form in zip(FORMS, plan.forms)]
+    rows, checks = run_trials(experiment, forms, trials=plan.trials, seed=plan.seed, bond=plan.bond,
+                              measure=measure(plan), mtu=plan.mtu,
+                              on_row=lambda row: experiment.row(row, line(row), csv="hpn7_rails.csv"))
+    compared = comparisons(rows)
+    experiment.about["summary"] = {key: c.to_dict() for key, c in compared.items()}
+    experiment.about["emulator"] = describe_all(rows, lambda r: f"trial {r['trial']} planes={r['planes']} {r['case']}")
+    for key, c in compared.items():
+        experiment.headline.update(c.headline(key))
+    passed = ", ".join(f"planes={f.topo.planes} {'PASS' if checks[f.label].passed else 'FAIL'}" for f in forms)
+    experiment.say("\nsummary (paired over trials; mean [95% interval]):",
+                   *[f"  {c.line()}" for c in compared.values()],
+                   "measured against the flow model (max-min fair rates over the captured paths):",
+                   *model_lines(rows, FORMS, name=lambda r: r["case"]),
+                   f"  #wrong over every iteration: {experiment.wrong}", f"  {experiment.about['emulator']}",
+                   f"  fabric check: {passed}")
+    experiment.figure("busbw_by_case.png", figures.busbw_by_case, rows, fabric=topo.name)

@@ -6,17 +6,22 @@ small timestamped UDP packets sent every few ms from a host on the receiver's sw
 same port, whose one-way delay above the smallest is their time in the queue (delay x rate =
 backlog). Per fan-in: queue depth, drops, completion time p50/p99, and how well the two agree.
 """
-import time
 from dataclasses import dataclass
 
 from scenarios.common import add_fabric_arguments, at_least, counts, fabric
 from testbed.errors import TestbedError
+from testbed.experiments.claims import Claim
 from testbed.fidelity.verdict import describe_all, flag
 from testbed.probes.incast import roles
 from testbed.report import figures
 
 NAME = "incast"
 HELP = "k-to-1 transfers for each fan-in k: last-hop queue depth (qdisc and scapy probes), drops, completion times"
+CLAIMS = (Claim("the last-hop queue grows with the fan-in", "fan-in 15 over 2 max queue", at_least=1.5),
+          Claim("at fan-in 15 the last hop's FIFO overflows", "fan-in 15 drops", at_least=1),
+          Claim("the probes' delays and the FIFO's backlog agree within a frame", "probe-qdisc median |diff| (frames), "
+                "largest", at_most=1.0))
+SMOKE = ("--fanin", "2,15", "--rounds", "1")
 
 
 def add_arguments(parser):
@@ -70,25 +75,26 @@ def line(row):
 
 
 def run(plan, experiment):
-    results, topo, started = experiment.results, plan.topo, time.monotonic()
-    about = {"scenario": NAME, "topology": topo.name, "rate_mbit": topo.rate, "queue": topo.queue, "mtu": plan.mtu,
-             "rows": []}
+    topo = plan.topo
+    experiment.about.update(topology=topo.name, rate_mbit=topo.rate, queue=topo.queue, mtu=plan.mtu)
+    receiver, prober, _ = roles(topo, plan.fanins)
 
     def keep(row, series):
-        about["rows"].append(row)
-        results.append("incast.csv", row)
-        results.append("incast_timeseries.csv", *series)
-        print(line(row), flush=True)
+        experiment.row(row, line(row), csv="incast.csv")
+        experiment.results.append("incast_timeseries.csv", *series)
 
-    receiver, prober, _ = roles(topo, plan.fanins)
-    with results.outcome("incast.json", about), experiment.emulate(topo, mtu=plan.mtu) as emu:
-        print(f"# receiver {receiver.name}, probes from {prober.name}, {plan.size} B per sender, "
-              f"queue limit {topo.queue} packets of up to {plan.mtu + 14} B")
-        print(HEADER)
+    with experiment.emulate(topo, mtu=plan.mtu) as emu:
+        experiment.header(f"# receiver {receiver.name}, probes from {prober.name}, {plan.size} B per sender, "
+                          f"queue limit {topo.queue} packets of up to {plan.mtu + 14} B", HEADER)
         rows, series = emu.incast(plan.fanins, plan.size, rounds=plan.rounds, interval=plan.interval, on_fanin=keep)
-        about["seconds"] = round(time.monotonic() - started, 1)
-        about["datapath"] = emu.datapath
-    print(describe_all(rows, lambda r: f"fan-in {r['fanin']}"))
-    results.figure("queue.png", figures.queue_over_time, series, limit=topo.queue, fabric=topo.name)
-    print(results.listing())
-    return 0
+        experiment.about["datapath"] = emu.datapath
+    small, large = rows[0], rows[-1]
+    experiment.headline.update({f"fan-in {r['fanin']} max queue (packets)": r["max_queue_packets"] for r in rows})
+    experiment.headline.update({f"fan-in {r['fanin']} drops": r["drops"] for r in rows})
+    experiment.headline[f"fan-in {large['fanin']} over {small['fanin']} max queue"] = \
+        round(large["max_queue_packets"] / max(small["max_queue_packets"], 1), 2)
+    experiment.headline["probe-qdisc median |diff| (frames), largest"] = max(
+        (r["probe_qdisc_median_diff_frames"] for r in rows if r["probe_qdisc_median_diff_frames"] is not None),
+        default=None)
+    experiment.say(describe_all(rows, lambda r: f"fan-in {r['fanin']}"))
+    experiment.figure("queue.png", figures.queue_over_time, series, limit=topo.queue, fabric=topo.name)

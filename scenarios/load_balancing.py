@@ -33,6 +33,7 @@ from testbed.collectives.connections import rank_connections
 from testbed.collectives.data import ELEMENT_BYTES
 from testbed.collectives.placements import place
 from testbed.errors import TestbedError
+from testbed.experiments.claims import Claim
 from testbed.experiments.trials import Form, compare, run_trials
 from testbed.fidelity import predict
 from testbed.fidelity.verdict import describe_all
@@ -49,6 +50,13 @@ PAPERS = {"streams": "Meta: AllReduce up to +40% with more queue pairs per peer 
           "uplinks": "MegaScale: uplinks at twice a downlink's rate make ECMP collisions rarer (no figure)",
           "pinned": "Meta: static path pinning broke under partial-rack allocation and failures (no figure)",
           "planned": "C4P: closed much of a 30% gap to ideal throughput under ECMP on 512 GPUs"}
+
+CLAIMS = (Claim("four connections per peer raise HD's busbw on the ECMP Clos (Meta: up to +40%)",
+                "leafspine:4,4,4 allreduce streams-4: gain", at_least=0.05),
+          Claim("pinned paths carry HD on the Clos at least as well as ECMP", "leafspine:4,4,4 allreduce pinned: gain",
+                at_least=0.0))
+SMOKE = ("--also", "none", "--schemes", "streams,pinned", "--streams", "4", "--collectives", "allreduce",
+         "--railonly", "none", "--trials", "3", "--model-draws", "2")
 
 
 def add_arguments(parser):
@@ -297,7 +305,7 @@ def model_busbw(topo, routes, schedule, hosts, streams, count, seed, mtu):
     return 2 * (len(hosts) - 1) / len(hosts) * count * ELEMENT_BYTES / seconds / topo.bytes_per_s
 
 
-def model_lines(plan):
+def scale_model_lines(plan):
     """The schemes the model can run without the emulation, on the model fabric: HD allreduce
     busbw over the link, each scheme against ECMP over the same draws."""
     topo = plan.model_topo
@@ -339,45 +347,39 @@ def heading(plan):
                for f in plan.fabrics_])
 
 
+def line(row):
+    figure = (f"busbw/link {row['busbw_over_link']:.3f}" if row.get("busbw_over_link") is not None else
+              f"iteration {row.get('iteration_s', 0) * 1e3:.1f} ms")
+    model = row.get("measured_over_model")
+    return (f"  trial {row['trial']} {row['fabric'][:18]:18s} {row['scheme']:12s} {row['workload']:9s} {figure}  "
+            f"measured/model {model if model is not None else '-'}  #wrong {row['wrong']}  "
+            f"{'BOTTLENECK' if row.get('emulator_bottleneck') else 'ok'}")
+
+
 def run(plan, experiment):
-    results, started = experiment.results, time.monotonic()
-    print("\n".join(heading(plan)))
-    about = {"scenario": NAME, "seed": plan.seed, "rows": []}
-
-    def keep(row):
-        row = dict(row, form=row["scheme"])       # the runner's form is the build; a comparison's is the scheme
-        about["rows"].append(row)
-        results.append("load_balancing.csv", {k: v for k, v in row.items() if not isinstance(v, (dict, list))})
-        figure = (f"busbw/link {row['busbw_over_link']:.3f}" if row.get("busbw_over_link") is not None else
-                  f"iteration {row.get('iteration_s', 0) * 1e3:.1f} ms")
-        model = row.get("measured_over_model")
-        print(f"  trial {row['trial']} {row['fabric'][:18]:18s} {row['scheme']:12s} {row['workload']:9s} {figure}  "
-              f"measured/model {model if model is not None else '-'}  #wrong {row['wrong']}  "
-              f"{'BOTTLENECK' if row.get('emulator_bottleneck') else 'ok'}", flush=True)
-
-    with results.outcome("load_balancing.json", about):
-        built = forms(plan)
-        run_trials(experiment, [form for form, _ in built.values()], trials=plan.trials, seed=plan.seed,
-                   measure=lambda emu, form, draw, trial, folder: built[form.label][1](emu, draw), mtu=plan.mtu,
-                   check=False, on_row=keep)
-        rows = about["rows"]
-        compared = comparisons(plan, rows)
-        about["summary"] = [dict(c.to_dict(), fabric=f, workload=w, scheme=s) for f, w, s, c in compared]
-        lines = ["gain over ECMP with one connection per peer (pinned-part: over ECMP on the same part of the "
-                 "racks), paired by trial, mean [95% interval]:"]
-        lines += [f"  {s:12s} {c.line()}" for _, _, s, c in compared]
-        ratios = [r["measured_over_model"] for r in rows if r.get("measured_over_model") is not None]
-        if ratios:
-            lines.append(f"measured/model per run: median {statistics.median(ratios):.2f} (range {min(ratios):.2f}-"
-                         f"{max(ratios):.2f}, {len(ratios)} runs)")
-        lines += rail_lines(rows)
-        lines += model_lines(plan)
-        lines.append(describe_all([r for r in rows if "emulator_bottleneck" in r],
-                                  lambda r: f"trial {r['trial']} {r['fabric']} {r['scheme']} {r['workload']}"))
-        lines.append(f"#wrong over every iteration: {sum(r['wrong'] for r in rows)}")
-        about["lines"] = lines
-        about["seconds"] = round(time.monotonic() - started, 1)
-    print("\nsummary:")
-    print("\n".join(f"  {line}" for line in lines))
-    print(results.listing())
-    return 0
+    experiment.header(*heading(plan))
+    experiment.about["seed"] = plan.seed
+    built = forms(plan)
+    # the runner's form is the build; a comparison's is the scheme
+    run_trials(experiment, [form for form, _ in built.values()], trials=plan.trials, seed=plan.seed,
+               measure=lambda emu, form, draw, trial, folder: built[form.label][1](emu, draw), mtu=plan.mtu,
+               check=False, on_row=lambda row: experiment.row(dict(row, form=row["scheme"]), line(row),
+                                                              csv="load_balancing.csv"))
+    rows = experiment.rows
+    compared = comparisons(plan, rows)
+    experiment.about["summary"] = [dict(c.to_dict(), fabric=f, workload=w, scheme=s) for f, w, s, c in compared]
+    for f, w, s, c in compared:
+        experiment.headline.update(c.headline(f"{f} {w} {s}"))
+    lines = ["gain over ECMP with one connection per peer (pinned-part: over ECMP on the same part of the racks), "
+             "paired by trial, mean [95% interval]:"]
+    lines += [f"  {s:12s} {c.line()}" for _, _, s, c in compared]
+    ratios = [r["measured_over_model"] for r in rows if r.get("measured_over_model") is not None]
+    if ratios:
+        lines.append(f"measured/model per run: median {statistics.median(ratios):.2f} (range {min(ratios):.2f}-"
+                     f"{max(ratios):.2f}, {len(ratios)} runs)")
+    lines += rail_lines(rows)
+    lines += scale_model_lines(plan)
+    lines.append(describe_all([r for r in rows if "emulator_bottleneck" in r],
+                              lambda r: f"trial {r['trial']} {r['fabric']} {r['scheme']} {r['workload']}"))
+    lines.append(f"#wrong over every iteration: {experiment.wrong}")
+    experiment.say("\nsummary:", *[f"  {line}" for line in lines])

@@ -50,7 +50,8 @@ from testbed.collectives.placements import PLACEMENTS, place_jobs
 from testbed.collectives.workload import scaled_count
 from testbed.emulation.shaping import HIGH_DSCP, PRIORITIES
 from testbed.errors import TestbedError
-from testbed.experiments.trials import Form, compare, run_trials
+from testbed.experiments.claims import Claim
+from testbed.experiments.trials import Form, compare, model_trials, run_trials
 from testbed.fidelity import predict
 from testbed.fidelity.verdict import describe_all, flag
 from testbed.report import figures
@@ -65,6 +66,12 @@ DEFAULT_JOBS = ("allreduce:8:2097152:1200", "allreduce:8:2097152:300")
 CRUX = {"slowdown": "a GPT job's iteration +11% beside a BERT job (1.53 s -> 1.70 s); 36.3% of jobs (51% of GPUs) "
                     "meet others' traffic",
         "utilisation": "Crux's intensity-ordered paths and priorities: +8.3% to +14.8% GPU utilisation (96 GPUs)"}
+
+CLAIMS = (Claim("under ECMP the first job runs slower beside the second than alone (Crux: +11%)",
+                "job0 slowdown under ecmp: gain", at_least=0.05),
+          Claim("job-aware paths win GPU utilisation back over ECMP (Crux: +8.3% to +14.8%)",
+                "utilisation paths over ecmp: gain", at_least=0.05))
+SMOKE = ("--trials", "2", "--iters", "2", "--schemes", "ecmp,paths", "--model-draws", "2")
 
 
 def add_arguments(parser):
@@ -236,9 +243,10 @@ SCALE_JOBS = ((256, 8 << 30, 0.8), (256, 8 << 30, 0.2), (128, 4 << 30, 0.4), (12
 
 
 def scale_model(seed, draws, mtu):
-    """Each scheme on one HPN 7.0 segment by the flow model, over `draws` hash draws: per draw each
-    job's iteration alone (ECMP) and together under ECMP, strict priority for the job of the
-    highest GPU intensity, and paths placed in Crux's order. Returns (rows, jobs, order)."""
+    """Each scheme on one HPN 7.0 segment by the flow model, over `draws` hash draws (the engine's
+    paired draws): per draw each job's iteration alone (ECMP) and together under ECMP, strict
+    priority for the job of the highest GPU intensity, and paths placed in Crux's order. Returns
+    (rows, jobs, order)."""
     topo = HPN7(*SCALE_SEGMENT, uplink_ratio=hpn7.uplink_ratio(hpn7.HPN_UPLINK_CAPACITY, SCALE_SEGMENT[1],
                                                                  SCALE_SEGMENT[3]), rate=SCALE_GBIT * 1000)
     hosts = place_jobs(topo, [n for n, _, _ in SCALE_JOBS], "spread", seed)
@@ -254,19 +262,18 @@ def scale_model(seed, draws, mtu):
     ecmp = routing.plan(topo, "ecmp")
     placed = routing.RoutingPlan("planned", {}, routing.place_flows(
         topo, [pair for k in order for pair in job_pairs(jobs[k])]), "same")
-    rows = []
-    for d in range(draws):
-        def drawn(d=d):     # fresh draws for each use
-            return [Draw(seed * 7919 + d * 64 + k, BOND) for k in range(len(jobs))]
-        alone = [together_model(topo, [job], ecmp, [draw], mtu)[0] for job, draw in zip(jobs, drawn())]
-        schemes = {"ecmp": together_model(topo, jobs, ecmp, drawn(), mtu),
-                   "priority": together_model(topo, jobs, ecmp, drawn(), mtu, high={order[0]}),
-                   "paths": together_model(topo, jobs, placed, drawn(), mtu)}
-        for k in range(len(jobs)):
-            rows.append({"trial": d, "form": "alone", "run": "alone", "job_index": k, "iteration_s": alone[k]})
-            for scheme, times in schemes.items():
-                rows.append({"trial": d, "form": scheme, "run": "together", "job_index": k, "iteration_s": times[k]})
-    return rows, jobs, order
+
+    def evaluate(form, d):
+        drawn = [Draw(seed * 7919 + d * 64 + k, BOND) for k in range(len(jobs))]
+        if form == "alone":
+            times = [together_model(topo, [job], ecmp, [draw], mtu)[0] for job, draw in zip(jobs, drawn)]
+        else:
+            times = together_model(topo, jobs, placed if form == "paths" else ecmp, drawn, mtu,
+                                   high={order[0]} if form == "priority" else ())
+        return [{"run": "alone" if form == "alone" else "together", "job_index": k, "iteration_s": t}
+                for k, t in enumerate(times)]
+
+    return model_trials(("alone",) + SCHEMES, draws, evaluate), jobs, order
 
 
 def scale_lines(seed, draws, mtu):
@@ -277,7 +284,7 @@ def scale_lines(seed, draws, mtu):
              + ", ".join(j.name.split(" ", 1)[1] for j in jobs) + f" spread; {draws} draws in "
              f"{time.monotonic() - started:.0f} s:"]
     for k in range(len(jobs)):
-        alone = [dict(r, form="alone") for r in rows if r["job_index"] == k and r["run"] == "alone"]
+        alone = [r for r in rows if r["job_index"] == k and r["run"] == "alone"]
         ecmp = [r for r in rows if r["job_index"] == k and r["form"] == "ecmp"]
         c = compare(alone + ecmp, ("alone", "ecmp"), "iteration_s", f"job{k} iteration, alone against together", 3)
         lines.append(f"  {c.line()}")
@@ -383,47 +390,40 @@ def shared_lines(seen, plan):
 
 
 def run(plan, experiment):
-    results, started = experiment.results, time.monotonic()
-    print(f"# {NAME}: {plan.topo.describe()}; {len(plan.jobs)} jobs, {plan.trials} paired trials from seed "
-          f"{plan.seed}, {plan.iters} iterations per run; schemes {', '.join(plan.schemes)} (priority "
-          f"{plan.priority})")
-    for k, job in enumerate(plan.jobs):
-        print(f"#   {job.name}: {job.parallelism.describe()}, hosts {', '.join(job.hosts[:4])}"
-              f"{' ...' if len(job.hosts) > 4 else ''}; GPU intensity {plan.intensity[k]:.2f}"
-              f"{' (highest: priority and first choice of paths)' if k == plan.order[0] else ''}")
-    about = {"scenario": NAME, "seed": plan.seed, "rows": [], "jobs": [job.name for job in plan.jobs],
-             "order": plan.order, "intensity": plan.intensity}
+    experiment.header(f"# {NAME}: {plan.topo.describe()}; {len(plan.jobs)} jobs, {plan.trials} paired trials from seed "
+                      f"{plan.seed}, {plan.iters} iterations per run; schemes {', '.join(plan.schemes)} (priority "
+                      f"{plan.priority})",
+                      *[f"#   {job.name}: {job.parallelism.describe()}, hosts {', '.join(job.hosts[:4])}"
+                        f"{' ...' if len(job.hosts) > 4 else ''}; GPU intensity {plan.intensity[k]:.2f}"
+                        f"{' (highest: priority and first choice of paths)' if k == plan.order[0] else ''}"
+                        for k, job in enumerate(plan.jobs)])
+    experiment.about.update(seed=plan.seed, jobs=[job.name for job in plan.jobs], order=plan.order,
+                            intensity=plan.intensity)
     seen = {}
-
-    def keep(row):
-        about["rows"].append(row)
-        results.append("multi_job.csv", {k: v for k, v in row.items() if k not in ("times", "starts", "link_bytes")})
-        print(line(row), flush=True)
-
-    with results.outcome("multi_job.json", about):
-        rows, checks = run_trials(experiment, forms(plan), trials=plan.trials, seed=plan.seed,
-                                  measure=measure(plan, seen), mtu=plan.mtu, on_row=keep)
-        compared = comparisons(rows, plan)
-        about["summary"] = [c.to_dict() for c in compared]
-        about["wrong"] = sum(r["wrong"] for r in rows)
-        about["emulator"] = describe_all(rows, lambda r: f"trial {r['trial']} {r['form']} {r['run']} {r['job']}")
-        about["seconds"] = round(time.monotonic() - started, 1)
-    print("\nsummary (paired over trials; mean [95% interval]):")
+    rows, checks = run_trials(experiment, forms(plan), trials=plan.trials, seed=plan.seed,
+                              measure=measure(plan, seen), mtu=plan.mtu,
+                              on_row=lambda row: experiment.row(row, line(row), csv="multi_job.csv"))
+    compared = comparisons(rows, plan)
+    experiment.about["summary"] = [c.to_dict() for c in compared]
+    experiment.about["emulator"] = describe_all(rows, lambda r: f"trial {r['trial']} {r['form']} {r['run']} {r['job']}")
+    experiment.say("\nsummary (paired over trials; mean [95% interval]):")
     for c in compared:
-        print(f"  {c.line()}")
-        results.append("multi_job_summary.csv", {"figure": c.name, **c.row(c.labels)})
-    print(f"  Crux: {CRUX['slowdown']}; {CRUX['utilisation']}")
-    print("\n".join(scale_lines(plan.seed, plan.model_draws, plan.mtu)))
+        experiment.say(f"  {c.line()}")
+        experiment.results.append("multi_job_summary.csv", {"figure": c.name, **c.row(c.labels)})
+        if c.labels[0] == "ecmp":
+            experiment.headline.update(c.headline(f"utilisation {c.labels[1]} over ecmp"))
+        elif c.labels[1] == "ecmp":
+            experiment.headline.update(c.headline(c.name.split(" ")[0] + " slowdown under ecmp"))
+    experiment.say(f"  Crux: {CRUX['slowdown']}; {CRUX['utilisation']}", *scale_lines(plan.seed, plan.model_draws,
+                                                                                         plan.mtu))
     model = [r["iteration_s"] / r["model_iteration_s"] for r in rows if r.get("model_iteration_s")]
     if model:
-        print(f"measured against the flow model: iteration over the model's, median {statistics.median(model):.2f} "
-              f"(range {min(model):.2f}-{max(model):.2f}, {len(model)} runs; together, the model's is the bound of "
-              "the jobs' collectives overlapping fully)")
-    print("links the jobs shared (trial 0, switch-to-switch, captured):")
-    print("\n".join(shared_lines(seen, plan)))
+        experiment.say(f"measured against the flow model: iteration over the model's, median "
+                       f"{statistics.median(model):.2f} (range {min(model):.2f}-{max(model):.2f}, {len(model)} runs; "
+                       "together, the model's is the bound of the jobs' collectives overlapping fully)")
     passed = ", ".join(f"{label} {'PASS' if c.passed else 'FAIL'}" for label, c in checks.items())
-    print(f"  #wrong over every iteration: {about['wrong']}\n  {about['emulator']}\n  fabric check: {passed}")
+    experiment.say("links the jobs shared (trial 0, switch-to-switch, captured):", *shared_lines(seen, plan),
+                   f"  #wrong over every iteration: {experiment.wrong}", f"  {experiment.about['emulator']}",
+                   f"  fabric check: {passed}")
     timeline = [dict(r, series=f"{r['form']} {r['run']} job{r['job_index']}") for r in rows if r["trial"] == 0]
-    results.figure("iterations.png", figures.job_iterations, timeline, fabric=plan.topo.name)
-    print(results.listing())
-    return 0 if about["wrong"] == 0 else 1
+    experiment.figure("iterations.png", figures.job_iterations, timeline, fabric=plan.topo.name)

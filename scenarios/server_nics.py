@@ -17,7 +17,8 @@ from scenarios.common import add_fabric_arguments, at_least, counts, fabric, nam
 from testbed.api import sweep
 from testbed.collectives.placements import on_shared_nics
 from testbed.errors import TestbedError
-from testbed.experiments.sweeps import run_sweeps
+from testbed.experiments.claims import Claim
+from testbed.experiments.nccl_tests import run_sweeps
 from testbed.fidelity.verdict import describe_all
 from testbed.report import figures
 from testbed.topology import BiGraph
@@ -26,6 +27,11 @@ NAME = "server_nics"
 HELP = "BiGraph servers of 4 accelerators: one NIC per accelerator (EFLOPS) against one NIC shared by all 4"
 ALGORITHMS = ("ring_grouped", "ring", "ring_topo", "hd", "hdrm")
 PER_SERVER = 4
+CLAIMS = (Claim("HDRM with a NIC per accelerator carries several times the shared NIC's busbw at 1 MiB",
+                "hdrm at 1048576 B, per accelerator over shared", at_least=2.5),
+          Claim("the server-grouped Ring leaves each server once: a NIC per accelerator gains it little at 1 MiB",
+                "ring_grouped at 1048576 B, per accelerator over shared", at_most=1.3))
+SMOKE = ("--algorithms", "ring_grouped,hdrm", "--sizes", "1048576", "--iters", "2")
 
 
 def add_arguments(parser):
@@ -86,30 +92,29 @@ def label(row):
 
 
 def run(plan, experiment):
-    results, eflops = experiment.results, plan.forms["nic per accelerator"]
-    print(f"# {NAME}: {len(eflops.hosts)} accelerators in {eflops.n} servers of {PER_SERVER}, links "
-          f"{eflops.rate:g} Mbit/s; {', '.join(plan.placed['shared nic'])} at {', '.join(map(str, plan.sizes))} B")
-    about = {"scenario": NAME, "rate_mbit": eflops.rate, "rows": [], "fabric_check": {}, "forms": {}}
-
-    with results.outcome("server_nics.json", about):
-        for form, topo in plan.forms.items():
-            mine = about["forms"][form] = {}
-            measured, check = run_sweeps(experiment, topo, {"allreduce": plan.placed[form]}, plan.sizes, 1,
-                                         plan.iters, mtu=plan.mtu, about=mine, csv="server_nics.csv",
-                                         label={"form": form}, heading=lambda _c, _e, f=form, t=topo:
-                                         f"\n## {f}: {t.describe()}", folder=results / form.replace(" ", "_"))
-            about["rows"] += measured["allreduce"]
-            about["fabric_check"][form] = check.passed
-        about["comparison"] = cmp = compare_forms(about["rows"])
-    print("\nsummary: busbw per accelerator over the link rate, one NIC per accelerator against one shared NIC")
+    eflops = plan.forms["nic per accelerator"]
+    experiment.header(f"# {NAME}: {len(eflops.hosts)} accelerators in {eflops.n} servers of {PER_SERVER}, links "
+                      f"{eflops.rate:g} Mbit/s; {', '.join(plan.placed['shared nic'])} at "
+                      f"{', '.join(map(str, plan.sizes))} B")
+    experiment.about.update(rate_mbit=eflops.rate, forms={})
+    checks = {}
+    for form, topo in plan.forms.items():
+        _, checks[form] = run_sweeps(experiment, topo, {"allreduce": plan.placed[form]}, plan.sizes, 1, plan.iters,
+                                     mtu=plan.mtu, csv="server_nics.csv", label={"form": form},
+                                     about=experiment.about["forms"].setdefault(form, {}),
+                                     heading=lambda _c, _e, f=form, t=topo: f"\n## {f}: {t.describe()}",
+                                     folder=experiment.results / form.replace(" ", "_"))
+    rows = experiment.rows
+    cmp = experiment.about["comparison"] = compare_forms(rows)
+    experiment.say("\nsummary: busbw per accelerator over the link rate, one NIC per accelerator against one shared "
+                   "NIC")
     for c in cmp:
-        print(f"  {c['algorithm']:9s} {c['size']:9d} B  {c['eflops_busbw_over_link']:.2f} against "
-              f"{c['shared_busbw_over_link']:.2f}: {c['eflops_over_shared']:.2f}x")
-    print(f"  #wrong over every iteration: {sum(r['wrong'] for r in about['rows'])}")
-    print(f"  {describe_all(about['rows'], label)}")
-    checks = ", ".join(f"{form} {'PASS' if ok else 'FAIL'}" for form, ok in about["fabric_check"].items())
-    print(f"  fabric check: {checks}")
-    results.figure("busbw_per_accelerator.png", figures.busbw_by_size, about["rows"], link_mbit=eflops.rate,
-                   series=lambda r: f"{r['algorithm']}, {r['form']}", fabric=eflops.name)
-    print(results.listing())
-    return 0 if all(r["wrong"] == 0 for r in about["rows"]) else 1
+        experiment.say(f"  {c['algorithm']:9s} {c['size']:9d} B  {c['eflops_busbw_over_link']:.2f} against "
+                       f"{c['shared_busbw_over_link']:.2f}: {c['eflops_over_shared']:.2f}x")
+        experiment.headline[f"{c['algorithm']} at {c['size']} B, per accelerator over shared"] = c["eflops_over_shared"]
+    experiment.say(f"  #wrong over every iteration: {experiment.wrong}", f"  {describe_all(rows, label)}",
+                   "  fabric check: " + ", ".join(f"{form} {'PASS' if c.passed else 'FAIL'}"
+                                                  for form, c in checks.items()))
+    experiment.headline["rows flagged BOTTLENECK"] = sum(bool(r["emulator_bottleneck"]) for r in rows)
+    experiment.figure("busbw_per_accelerator.png", figures.busbw_by_size, rows, link_mbit=eflops.rate,
+                      series=lambda r: f"{r['algorithm']}, {r['form']}", fabric=eflops.name)

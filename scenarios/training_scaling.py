@@ -21,7 +21,6 @@ and inside servers, beside what the same collectives over all the ranks would pu
 - hpn7-ring (a workload's systems only): HPN 7.0's dual-plane fabric, two segments of servers of 4
   accelerators, each on its rail (HPN7(2, N/8, 4, 2)), ECMP, Ring.
 """
-import time
 from dataclasses import dataclass
 
 from scenarios.common import add_fabric_arguments, add_scheme_arguments, at_least, counts, names
@@ -38,7 +37,8 @@ from testbed.collectives.workload import scaled_count
 from testbed.emulation import preflight
 from testbed.emulation.capacity import capacity, check_link_rate, check_mtu, largest_faithful_ranks
 from testbed.errors import TestbedError
-from testbed.experiments.trials import Form, run_trials
+from testbed.experiments.claims import Claim
+from testbed.experiments.trials import Form, run_once
 from testbed.fidelity.verdict import describe_all, flag
 from testbed.report import figures
 from testbed.topology import HPN7, BiGraph, LeafSpine
@@ -52,6 +52,10 @@ FAMILY = {"bigraph-hdrm": "hd", "bigraph-ring": "ring", "clos-ecmp-hd": "hd", "s
           "hpn7-ring": "ring"}
 PER_SERVER = 4
 SYSTEM, RANKS = "system", "ranks"
+CLAIMS = (Claim("BiGraph with HDRM scales near linearly to 32 ranks (EFLOPS)", "bigraph-hdrm linear ratio at 32",
+                at_least=0.8),
+          Claim("servers sharing one NIC scale far worse", "single-nic-hd linear ratio at 32", at_most=0.6))
+SMOKE = ("--ranks", "4,32", "--systems", "bigraph-hdrm,single-nic-hd", "--iters", "3")
 
 
 def add_arguments(parser):
@@ -224,28 +228,26 @@ def group_lines(row):
 
 
 def run(plan, experiment):
-    results, started = experiment.results, time.monotonic()
     if plan.workload:
         w = plan.workload
-        print(f"# {NAME}: workload {w.path} ({w.parallelism}, {len(w.layers)} layers, collectives "
-              f"{', '.join(w.collectives())}), sizes x {plan.scale:.3g} (--rate over --workload-gbit), "
-              f"{plan.compute_s * 1e3:.1f} ms of computation per iteration, {plan.iters} iterations per point, "
-              f"{plan.batch} samples per rank; N0 = {plan.base}")
+        experiment.header(
+            f"# {NAME}: workload {w.path} ({w.parallelism}, {len(w.layers)} layers, collectives "
+            f"{', '.join(w.collectives())}), sizes x {plan.scale:.3g} (--rate over --workload-gbit), "
+            f"{plan.compute_s * 1e3:.1f} ms of computation per iteration, {plan.iters} iterations per point, "
+            f"{plan.batch} samples per rank; N0 = {plan.base}",
+            *[f"#   {system} N={ranks}: {job.parallelism.describe()}, {job.family} family"
+              for (system, ranks), job in plan.jobs.items()])
     else:
-        print(f"# {NAME}: gradients of {plan.gradient_bytes} B, {plan.compute_s * 1e3:.0f} ms of modelled "
-              f"computation per iteration, {plan.iters} iterations per point, {plan.batch} samples per rank; "
-              f"N0 = {plan.base}")
-    if plan.workload:
-        for (system, ranks), job in plan.jobs.items():
-            print(f"#   {system} N={ranks}: {job.parallelism.describe()}, {job.family} family")
+        experiment.header(f"# {NAME}: gradients of {plan.gradient_bytes} B, {plan.compute_s * 1e3:.0f} ms of modelled "
+                          f"computation per iteration, {plan.iters} iterations per point, {plan.batch} samples per "
+                          f"rank; N0 = {plan.base}")
     if plan.schemes:
-        print(f"#   clos-ecmp-hd and hpn7-ring: {plan.schemes}")
-    print("# system           ranks  iteration(ms)  samples/s  linear ratio  #wrong  emulator")
-    about = {"scenario": NAME, "gradient_bytes": plan.gradient_bytes, "compute_s": plan.compute_s,
-             "base_ranks": plan.base, "rows": []}
+        experiment.header(f"#   clos-ecmp-hd and hpn7-ring: {plan.schemes}")
+    experiment.header("# system           ranks  iteration(ms)  samples/s  linear ratio  #wrong  emulator")
+    experiment.about.update(gradient_bytes=plan.gradient_bytes, compute_s=plan.compute_s, base_ranks=plan.base)
     base = {}
 
-    def measure(emu, form, draw, trial, folder):
+    def measure(emu, form, folder):
         system, ranks, topo, mode, variant, (schedule, hosts) = points[form.label]
         if plan.workload:
             job = plan.jobs[system, ranks]
@@ -260,26 +262,23 @@ def run(plan, experiment):
                    linear_ratio=round(linear_ratio(row["samples_per_s"], ranks, *base[system]), 3))
 
     def keep(row):
-        about["rows"].append(row)
-        results.append("training_scaling.csv", {k: v for k, v in row.items() if k not in ("times", "starts")})
-        print(f"  {row['system']:15s} {row['ranks']:5d}  {row['iteration_s'] * 1e3:13.1f}  "
-              f"{row['samples_per_s']:9.1f}  {row['linear_ratio']:12.3f}  {row['wrong']:6d}  {flag(row)}")
+        experiment.row(row, f"  {row['system']:15s} {row['ranks']:5d}  {row['iteration_s'] * 1e3:13.1f}  "
+                            f"{row['samples_per_s']:9.1f}  {row['linear_ratio']:12.3f}  {row['wrong']:6d}  {flag(row)}",
+                       csv="training_scaling.csv")
         if plan.workload:
-            print("\n".join(group_lines(row)))
+            experiment.say(*group_lines(row), section="rows")
 
-    # one pass over the points, each on a fabric of its own: the shared runner with one trial
     points = {f"{p[0]}-{p[1]}": p for p in plan.points}
     forms = [Form(label, topo, mode) for label, (_, _, topo, mode, *_) in points.items()]
-    with results.outcome("training_scaling.json", about):
-        run_trials(experiment, forms, trials=1, seed=0, measure=measure, mtu=plan.mtu, check=False, on_row=keep,
-                   log=lambda m: None)
-        about["seconds"] = round(time.monotonic() - started, 1)
-    largest = max(r["ranks"] for r in about["rows"])
-    print(f"\nsummary: linear ratio at {largest} ranks against N0 = {plan.base}: " + ", ".join(
-        f"{r['system']} {r['linear_ratio']:.2f}" for r in about["rows"] if r["ranks"] == largest))
-    print(f"  #wrong over every iteration: {sum(r['wrong'] for r in about['rows'])}")
-    print(f"  {describe_all(about['rows'], lambda r: f'{r[SYSTEM]} N={r[RANKS]}')}")
-    results.figure("linear_ratio.png", figures.linear_ratio, about["rows"], plan.base,
-                   fabric="each system's fabric per rank count")
-    print(results.listing())
-    return 0 if all(r["wrong"] == 0 for r in about["rows"]) else 1
+    rows, _ = run_once(experiment, forms, measure=measure, mtu=plan.mtu, check=False, on_row=keep, log=lambda m: None)
+    largest = max(r["ranks"] for r in rows)
+    experiment.headline.update({f"{r['system']} linear ratio at {largest}": r["linear_ratio"] for r in rows
+                                if r["ranks"] == largest})
+    experiment.headline.update({f"{r['system']} iteration at {r['ranks']} (ms)": round(r["iteration_s"] * 1e3, 2)
+                                for r in rows})
+    experiment.say(f"\nsummary: linear ratio at {largest} ranks against N0 = {plan.base}: " + ", ".join(
+        f"{r['system']} {r['linear_ratio']:.2f}" for r in rows if r["ranks"] == largest),
+        f"  #wrong over every iteration: {experiment.wrong}",
+        f"  {describe_all(rows, lambda r: f'{r[SYSTEM]} N={r[RANKS]}')}")
+    experiment.figure("linear_ratio.png", figures.linear_ratio, rows, plan.base,
+                      fabric="each system's fabric per rank count")

@@ -1,8 +1,8 @@
 """The experiment engine's runners, driven with stand-ins for the emulation (no root)."""
 from contextlib import contextmanager
 
+from testbed.experiments.job_trials import run_watched
 from testbed.experiments.trials import Form, run_trials
-from testbed.experiments.watched import run_watched
 
 
 class Check:
@@ -39,8 +39,14 @@ class Emu:
 
 class Experiment:
     def __init__(self, emu, tmp_path):
-        self.emu, self.built = emu, []
+        self.emu, self.built, self.rows = emu, [], []
         self.results = type("Results", (), {"path": tmp_path})()
+
+    def check(self, check, label=None):
+        return check
+
+    def row(self, row):
+        self.rows.append(row)
 
     @contextmanager
     def emulate(self, topo, routing="deterministic", **kw):

@@ -70,3 +70,13 @@ def test_no_two_modules_share_a_name():
         if path.stem not in ("__init__", "__main__"):
             names.setdefault(path.stem, []).append(str(path.relative_to(ROOT)))
     assert {n: p for n, p in names.items() if len(p) > 1} == {}
+
+
+def test_the_layout_page_names_every_module():
+    """docs/layout.md names every module of the package, the controller and the scenarios."""
+    layout = (ROOT.parent / "docs" / "layout.md").read_text()
+    modules = [p for folder in ("testbed", "controllers", "scenarios") for p in (ROOT.parent / folder).rglob("*.py")
+               if p.stem != "__init__"]
+    missing = [str(p.relative_to(ROOT.parent)) for p in modules
+               if f"`{p.stem}`" not in layout and f"{p.name}`" not in layout]
+    assert missing == [], missing

@@ -6,7 +6,7 @@ import sys
 import pytest
 
 from testbed.emulation import capacity, preflight
-from testbed.emulation.programs import PROJECT
+from testbed.emulation.processes import PROJECT
 from testbed.errors import TestbedError
 from testbed.topology import BiGraph
 

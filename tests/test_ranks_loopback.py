@@ -11,7 +11,7 @@ import pytest
 from testbed.collectives.coordinator import AllreduceError, Coordinator, loopback_launcher
 from testbed.collectives.data import ELEMENT_BYTES
 from testbed.collectives.schedules import ALGORITHMS, example, rounds
-from testbed.emulation.programs import free_port
+from testbed.emulation.processes import free_port
 from testbed.emulation.shaping import CONTROL_DSCP
 from testbed.errors import TestbedError
 from testbed.programs.rank import EAGER_LIMIT, SO_MAX_PACING_RATE, UNPACED, Plan, listen, starts_flow

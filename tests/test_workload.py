@@ -118,8 +118,11 @@ def test_a_header_whose_groups_do_not_fit_is_refused_in_one_line(tmp_path, heade
         workload.read(path)
 
 
-def test_a_file_without_a_gpu_count_needs_ranks():
-    w = workload.read(EXAMPLE.parent / "moe_small.txt")
-    assert w.gpus == 16
-    path = ROOT / "tests" / "data" / "workloads" / "terabytes.txt"
-    assert workload.read(path).gpus == 16
+def test_a_file_without_a_gpu_count_needs_ranks(tmp_path):
+    path = tmp_path / "no_gpus.txt"
+    path.write_text("DATA model_parallel_NPU_group: 1 ep: 1 pp: 1\n1\nl -1 1 NONE 0 1 NONE 0 1 ALLREDUCE 64 1\n")
+    w = workload.read(path)
+    assert w.gpus is None
+    with pytest.raises(TestbedError, match="names no GPU count .*: give the ranks to replay it on with --ranks"):
+        w.groups()
+    assert w.groups(8).gpus == 8             # given the ranks, it replays

@@ -38,7 +38,7 @@ LEARNING_WARMUP = 6     # iterations: a learning controller places flows after 4
 def emulate(topo: Topology, routing: str = "deterministic", *, hash: str = "same", folder: str | Path | None = None,
             mtu: int = DEFAULT_MTU, log=SILENT, slots: int = 1, machines: str | Path | None = None,
             cpu_placement: str = "auto", settings: RunSettings | None = None, priority: str | None = None,
-            flows: Sequence[tuple[str, str]] = ()) -> Emulated:
+            flows: Sequence[tuple[str, str]] = (), control_class: bool = True) -> Emulated:
     """The fabric as a context manager: entering builds it (Mininet hosts, Open vSwitch switches,
     shaped links, the controller installing `routing`: 'deterministic', 'ecmp' (ECMP hashing with
     the `hash` 'same' at every switch or 'per-switch'), 'pinned' (by destination, one next hop each)
@@ -53,7 +53,9 @@ def emulate(topo: Topology, routing: str = "deterministic", *, hash: str = "same
     all of those as one value (``RunSettings``, as run_scenario.py builds it from its options),
     in place of slots, machines and cpu_placement. priority: 'strict' or 'weighted' traffic
     classes on every switch port, a packet with the DS field ``HIGH_DSCP`` (46, EF) in the high
-    one (a ``Comm`` or a job's ``dscp``), or None: one FIFO per port."""
+    one (a ``Comm`` or a job's ``dscp``), or None: one FIFO per port. control_class: every switch
+    port serves the ranks' clear-to-sends and ACKs first (docs/design.md, *The control class*;
+    settings, when given, say it instead)."""
     if routing not in routes.MODES:
         raise TestbedError(f"unknown routing {routing!r}: use one of {', '.join(routes.MODES)}")
     if hash not in routes.HASHES:
@@ -62,7 +64,8 @@ def emulate(topo: Topology, routing: str = "deterministic", *, hash: str = "same
         if machines is not None and slots > 1:
             raise TestbedError("the machines file gives each machine its slots: leave slots out")
         settings = RunSettings(slots=slots, cpu_placement=cpu_placement,
-                               machines=inventory.load(machines) if machines is not None else None)
+                               machines=inventory.load(machines) if machines is not None else None,
+                               control_class=control_class)
     if priority not in (None, *PRIORITIES):
         raise TestbedError(f"unknown priority {priority!r}: use one of {', '.join(PRIORITIES)}, or None")
     if folder is None:

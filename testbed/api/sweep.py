@@ -163,6 +163,16 @@ def compare_variants(rows):
     return out
 
 
+def headline(cmp):
+    """The figures a run's record keeps of a comparison: each variant's busbw/link at the largest
+    size and time at the smallest, the ratios, #wrong and the rows the verdict flagged."""
+    out = {f"{n} busbw/link at {cmp['largest_size']} B": v for n, v in cmp["large_busbw_over_link"].items()}
+    out.update({f"{n} time at {cmp['smallest_size']} B (us)": round(t, 1) for n, t in cmp["small_time_us"].items()})
+    out.update(cmp["ratios"])
+    out.update({"#wrong": cmp["wrong"], "rows flagged BOTTLENECK": len(cmp["emulator_bottleneck_rows"])})
+    return out
+
+
 def summary_lines(cmp):
     """The comparison as lines a person reads."""
     lines = [f"  smallest ({cmp['smallest_size']} B): fastest is {cmp['small_winner']}; times (us) "

@@ -11,8 +11,7 @@ import queue
 import time
 
 from testbed.collectives.placements import rank_ips
-from testbed.emulation.programs import LOOPBACK, ProgramError, expect_all, free_port, start_local, stop_all
-from testbed.emulation.shaping import CONTROL_DSCP
+from testbed.emulation.processes import LOOPBACK, ProgramError, expect_all, free_port, start_local, stop_all
 
 
 class AllreduceError(ProgramError):
@@ -37,6 +36,7 @@ def emulation_launcher(emu, hosts, port=7000):
         addresses.append((ip, port + taken[host]))
 
     def launch(rank, config, inbox):
+        config = json.dumps(dict(json.loads(config), control_dscp=emu.control_dscp))
         return emu.program(hosts[rank], "rank", config, name=f"rank {rank} ({hosts[rank]})", inbox=inbox)
     return addresses, launch
 
@@ -62,7 +62,7 @@ class Coordinator:
         self.label = label or algorithm
         self.config = {"ranks": len(addresses), "schedules": schedules, "addresses": addresses,
                        "timeout": timeout, "sockbuf": sockbuf, "streams": streams, "pacing": pacing,
-                       "eager_limit": eager_limit, "dscp": dscp, "control_dscp": CONTROL_DSCP}
+                       "eager_limit": eager_limit, "dscp": dscp}
         self.timeout, self.ranks, self.inbox = timeout, [], queue.Queue()
         self.source_ports, self.stopped_ok = source_ports or {}, stopped_ok
 

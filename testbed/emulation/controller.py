@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from testbed.emulation import ovs
-from testbed.emulation.programs import LOOPBACK, PROJECT, free_port
+from testbed.emulation.processes import LOOPBACK, PROJECT, free_port
 from testbed.errors import TestbedError
 
 

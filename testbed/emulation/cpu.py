@@ -45,6 +45,11 @@ def _process_ticks(pid):
     return int(fields[11]) + int(fields[12]) if fields else 0
 
 
+def process_seconds(pid):
+    """CPU time a process used so far, user and system (0 when it is gone)."""
+    return _process_ticks(pid) / os.sysconf("SC_CLK_TCK")
+
+
 def _process_core(pid):
     """The core a process last ran on, as /proc/stat names it (cpu0...), or None."""
     fields = _process_fields(pid)

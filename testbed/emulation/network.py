@@ -23,7 +23,7 @@ from mininet.util import errRun
 from testbed.emulation import cores, ovs, preflight, runrecord, sendbuffer, shaping, slots, txcompletion
 from testbed.emulation.controller import Controller, wait_for_rules
 from testbed.emulation.cpu import CpuMonitor
-from testbed.emulation.programs import LOOPBACK, POPEN, Program, argv
+from testbed.emulation.processes import LOOPBACK, POPEN, Program, argv
 from testbed.emulation.watchdog import Watchdog
 from testbed.errors import TestbedError
 from testbed.interrupts import interrupted, interruptible, shielded
@@ -134,7 +134,7 @@ class SlotSwitch(TestbedSwitch):
 
 class Emulation:
     def __init__(self, topo, routing, run_dir, mtu=DEFAULT_MTU, log=print, refuse_overload=True, cpu_placement="auto",
-                 slot_count=1, share=None, priority=None):
+                 slot_count=1, share=None, priority=None, control_class=True):
         """routing: the RoutingPlan the controller installs. The topology and the plan are written
         into run_dir as topology.json and routing.json, so a result can be understood and replayed.
         refuse_overload=False lets a benchmark offer more than the emulator carries faithfully.
@@ -142,15 +142,24 @@ class Emulation:
         (ovs-vswitchd each) to split the fabric into (emulation.slots). share: build only these
         slots of a fabric split across machines (machines.part; the controller runs on the head).
         priority: 'strict' or 'weighted' traffic classes on every switch port by DS field
-        (emulation.shaping), or None: one FIFO per port."""
+        (emulation.shaping), or None: one FIFO per port. control_class: serve the ranks' clear-to-sends
+        and ACKs (DS field CONTROL_DSCP) first at every switch port (emulation.shaping; not on a link
+        with delay, whose netem has one FIFO)."""
         self.topo, self.routing, self.run_dir, self.mtu, self.log = topo, routing, Path(run_dir), mtu, log
         self.refuse_overload, self.cpu_requested, self.priority = refuse_overload, cpu_placement, priority
+        self.control_class = control_class
         self.partition = partition(topo, slot_count) if slot_count > 1 else None
         self.share = share
         self.slots = []     # by slot index; None for a slot built on another machine
         self.net = self.controller = self.record = self.watchdog = None
         self.datapath = self.cpu_placement = None
         self._signals = interruptible()
+
+    @property
+    def control_dscp(self):
+        """The DS field a rank's listener gives its clear-to-sends and ACKs: the control class's,
+        where the switch ports have one; None where not (the class off, or links with delay)."""
+        return shaping.CONTROL_DSCP if self.control_class and not self.topo.delay else None
 
     # --- lifecycle ------------------------------------------------------------------------
     def __enter__(self):
@@ -387,7 +396,8 @@ class Emulation:
                         with open(f"/proc/sys/net/ipv6/conf/{intf}/disable_ipv6", "w") as f:
                             f.write("1")
                     shaping.shape(ipr, intf, link.rate, link.queue, self.mtu, self.topo.switch_delay(link),
-                                  self.priority or shaping.CONTROL)
+                                  self.priority or (shaping.CONTROL if self.control_class else None),
+                                  control=self.control_class)
 
     def _vital_parts(self):
         """The watchdog's checks: None while the part runs, else what died and what to do."""
@@ -540,6 +550,6 @@ class Emulation:
             return shaping.counters(ipr, nic.intf)
 
     def program(self, host, module, *args, name=None, inbox=None):
-        """testbed.programs.<module> inside host (see emulation.programs)."""
+        """testbed.programs.<module> inside host (see emulation.processes)."""
         return Program(name or f"{module} on {host}", self.spawn(argv(module, *args), host, **POPEN), inbox)
 

@@ -4,6 +4,8 @@ emulations in one process can differ.
 
 - slots: split every fabric into this many slots, an ovs-vswitchd each (emulation.slots);
 - cpu_placement: auto, pinned or none (emulation.cores);
+- control_class: whether every switch port serves the ranks' clear-to-sends and ACKs first
+  (emulation.shaping): an idealisation, on by default (docs/design.md, *The control class*);
 - machines: a machines file's machines (machines.inventory) that run the slots, with the run's
   Dask engine and what the machines' preflight measured per (fabric, MTU), or None: this machine;
 - results: the run's folder, where its emulations write unless told otherwise.
@@ -19,6 +21,7 @@ from testbed.errors import TestbedError
 class RunSettings:
     slots: int = 1
     cpu_placement: str = "auto"
+    control_class: bool = True
     machines: object = None          # machines.inventory.Machines
     engine: object = None            # machines.engine.Engine, started for the run
     checked: dict = field(default_factory=dict)
@@ -27,6 +30,8 @@ class RunSettings:
     def __post_init__(self):
         if not isinstance(self.slots, int) or isinstance(self.slots, bool) or self.slots < 1:
             raise TestbedError(f"--slots must be 1 or more (got {self.slots!r}): 1 is one ovs-vswitchd for the fabric")
+        if not isinstance(self.control_class, bool):
+            raise TestbedError(f"control_class must be True or False (got {self.control_class!r})")
         if self.cpu_placement not in cores.MODES:
             raise TestbedError(f"--cpu-placement must be one of {', '.join(cores.MODES)} "
                                f"(got {self.cpu_placement!r})")

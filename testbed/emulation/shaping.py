@@ -106,11 +106,11 @@ def _htb_class(ipr, index, handle, parent, rate_mbit, ceil_mbit, frame, prio=0):
            ceil=f"{round(ceil_mbit * 1000)}kbit", burst=frame, cburst=frame, quantum=frame, mtu=frame, prio=prio)
 
 
-def shape(ipr, ifname, rate_mbit, queue_packets, mtu, delay_ms=0.0, classes=None):
+def shape(ipr, ifname, rate_mbit, queue_packets, mtu, delay_ms=0.0, classes=None, control=True):
     """Set the MTU and an HTB rate limit with a bounded FIFO (netem's when delayed) on ifname's
     egress; classes: None (one FIFO), 'control' or a job priority, 'strict' or 'weighted' (the
-    module docstring). A delayed link has one class whatever `classes` asks, bar a job priority,
-    which it refuses."""
+    module docstring); control: under a job priority, whether CONTROL_DSCP joins the high class too.
+    A delayed link has one class whatever `classes` asks, bar a job priority, which it refuses."""
     index = index_of(ipr, ifname)
     ipr.link("set", index=index, mtu=mtu)
     frame = mtu + ETH_HEADER
@@ -127,7 +127,8 @@ def shape(ipr, ifname, rate_mbit, queue_packets, mtu, delay_ms=0.0, classes=None
                    prio=0 if classes == "weighted" else 1)
         ipr.tc("add", "pfifo", index, FIFO_HIGH, parent=HTB_HIGH, limit=queue_packets)
         ipr.tc("add", "pfifo", index, FIFO, parent=HTB_CLASS, limit=queue_packets)
-        for dscp in (CONTROL_DSCP, HIGH_DSCP) if classes in PRIORITIES else (CONTROL_DSCP,):
+        for dscp in ((CONTROL_DSCP,) if control or classes == CONTROL else ()) + \
+                ((HIGH_DSCP,) if classes in PRIORITIES else ()):
             ipr.tc("add-filter", "u32", index, parent=HTB_ROOT, prio=1, protocol=ETH_P_IP, target=HTB_HIGH,
                    keys=[f"0x{dscp << 18:08x}/0x00fc0000+0"])      # the TOS byte, its six DSCP bits
         return

@@ -23,26 +23,57 @@ class Form:
     flows: tuple = ()
 
 
-def run_trials(experiment, forms, *, trials, seed, measure, mtu, bond="hash", check=True, on_row=print, log=None):
+def run_trials(experiment, forms, *, trials, seed, measure, mtu, bond="hash", check=True, on_row=None, log=None):
     """measure(emu, form, draw, trial, folder) -> rows of one form in one trial; every row gets
     trial, seed and form (its label). The fabric check runs once per form, on its first fabric.
-    on_row(row) sees each row as it comes; log(line) the emulation's progress (default the
-    experiment's). Returns (rows, {form label: FabricCheck})."""
+    on_row(row) sees each row as it comes (default: the experiment keeps it); log(line) the
+    emulation's progress (default the experiment's). Returns (rows, {form label: FabricCheck})."""
     rows, checks, started = [], {}, time.monotonic()
     for trial in range(trials):
         for form in trial_order(forms, trial):
             folder = experiment.results.path / f"trial{trial}" / form.label.replace(" ", "_")
-            with experiment.emulate(form.topo, form.routing, hash=form.hash, folder=folder, mtu=mtu,
-                                    priority=form.priority, flows=form.flows, log=log) as emu:
-                if check and form.label not in checks:
-                    checks[form.label] = emu.check()
-                    print("\n".join(checks[form.label].lines))
-                for row in measure(emu, form, Draw(seed + trial, bond), trial, folder):
-                    row = dict(row, trial=trial, seed=seed + trial, form=form.label)
-                    rows.append(row)
-                    on_row(row)
+            for row in _measured(experiment, form, folder, mtu, check, checks, log, measure,
+                                 form, Draw(seed + trial, bond), trial, folder):
+                row = dict(row, trial=trial, seed=seed + trial, form=form.label)
+                rows.append(row)
+                (on_row or experiment.row)(row)
         print(f"  ... {trial + 1} of {trials} trials in {time.monotonic() - started:.0f} s", flush=True)
     return rows, checks
+
+
+def run_once(experiment, forms, *, measure, mtu, check=True, on_row=None, log=None):
+    """One pass over forms that draw nothing to pair (each on a fabric of its own): measure(emu,
+    form, folder) -> rows; every row gets form (its label). Returns (rows, {form label: FabricCheck})."""
+    rows, checks = [], {}
+    for k, form in enumerate(forms):
+        folder = experiment.results.path / form.label.replace(" ", "_")
+        for row in _measured(experiment, form, folder, mtu, check, checks, log, measure, form, folder):
+            row = dict(row, form=form.label)
+            rows.append(row)
+            (on_row or experiment.row)(row)
+        print(f"  ... {k + 1} of {len(forms)} done", flush=True)
+    return rows, checks
+
+
+def _measured(experiment, form, folder, mtu, check, checks, log, measure, *args):
+    """The rows measure(emu, *args) gives on a fabric built for the form, checked once per form."""
+    with experiment.emulate(form.topo, form.routing, hash=form.hash, folder=folder, mtu=mtu,
+                            priority=form.priority, flows=form.flows, log=log) as emu:
+        if check and form.label not in checks:
+            checks[form.label] = experiment.check(emu.check(), form.label)
+        yield from measure(emu, *args)
+
+
+def model_trials(forms, draws, evaluate):
+    """Paired draws over a model (no emulation): for each draw d, evaluate(form, d) -> a row or a
+    list of rows for every form, the forms in alternating order as in run_trials; every row gets
+    trial (d) and form. ``compare`` pairs them."""
+    rows = []
+    for d in range(draws):
+        for form in trial_order(forms, d):
+            got = evaluate(form, d)
+            rows += [dict(row, trial=d, form=form) for row in (got if isinstance(got, list) else [got])]
+    return rows
 
 
 def compare(rows, labels, key, name, digits=2, by="ratio", where=lambda row: True):

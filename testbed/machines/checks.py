@@ -11,7 +11,7 @@ import socket
 import time
 from collections import Counter
 
-from testbed.emulation.programs import free_port
+from testbed.emulation.processes import free_port
 from testbed.errors import TestbedError
 from testbed.machines import remote
 from testbed.topology.partition import partition as split

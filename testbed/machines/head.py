@@ -19,7 +19,8 @@ from pathlib import Path
 from testbed.emulation import preflight, runrecord
 from testbed.emulation.controller import Controller
 from testbed.emulation.network import DEFAULT_MTU, Emulation
-from testbed.emulation.programs import Program
+from testbed.emulation.processes import Program
+from testbed.emulation.shaping import CONTROL_DSCP
 from testbed.errors import RunFailure, TestbedError
 from testbed.machines.checks import preflight as check_machines
 from testbed.machines.engine import Engine, MachineLost
@@ -36,11 +37,12 @@ def open_emulation(topo, routing, run_dir, settings, mtu=DEFAULT_MTU, log=print,
     ports (emulation.shaping), on one machine only."""
     if settings.machines is None:
         return Emulation(topo, routing, run_dir, mtu=mtu, log=log, refuse_overload=refuse_overload,
-                         cpu_placement=settings.cpu_placement, slot_count=settings.slots, priority=priority)
+                         cpu_placement=settings.cpu_placement, slot_count=settings.slots, priority=priority,
+                         control_class=settings.control_class)
     if priority is not None:
         raise TestbedError("traffic classes (priority) are built on one machine: run without --machines")
     return MachineEmulation(topo, routing, run_dir, settings.machines, mtu=mtu, log=log, engine=settings.engine,
-                            checked=settings.checked.get((topo.name, mtu)))
+                            checked=settings.checked.get((topo.name, mtu)), control_class=settings.control_class)
 
 
 def _wait(futures, engine, timeout, what):
@@ -222,10 +224,13 @@ class MachineEmulation:
     for collectives, flows and the fabric check (program, host(...).cmd, counters, link failures)."""
     datapath, cpu_placement = "user", "none"
 
-    def __init__(self, topo, routing, run_dir, ms, mtu=DEFAULT_MTU, log=print, engine=None, checked=None):
+    def __init__(self, topo, routing, run_dir, ms, mtu=DEFAULT_MTU, log=print, engine=None, checked=None,
+                 control_class=True):
         """engine: a running Engine to use (else one is started and closed); checked: what its
-        preflight measured for this fabric (else the preflight runs first)."""
+        preflight measured for this fabric (else the preflight runs first); control_class: as an
+        Emulation's."""
         self.topo, self.routing, self.run_dir, self.machines = topo, routing, Path(run_dir), ms
+        self.control_class = control_class
         self.mtu, self.log, self.given_engine, self.preflight = mtu, log, engine, checked
         self.partition = partition(topo, ms.slot_count)
         self.engine = self.controller = self.record = None
@@ -271,7 +276,8 @@ class MachineEmulation:
                 if self.partition.slot_of[h] in share.slots:
                     self.host_machine[h] = m.name
             parts[m.name] = self.engine.client.submit(
-                Part, topo, self.routing, self.mtu, ms.slot_count, share, workers=[self.engine.workers[m.name]],
+                Part, topo, self.routing, self.mtu, ms.slot_count, share, self.control_class,
+                workers=[self.engine.workers[m.name]],
                 allow_other_workers=False, actor=True)
         self.parts = dict(zip(parts, _wait(list(parts.values()), self.engine, 60, "starting the machines' parts")))
         parts = self.parts
@@ -284,6 +290,10 @@ class MachineEmulation:
             self.channels[name] = Channel(name, part, self.engine, offset)
         self.log(f"fabric up across machines in {time.monotonic() - started:.1f} s "
                  f"(controller on {ms.head}:{self.controller.port})")
+
+    @property
+    def control_dscp(self):
+        return CONTROL_DSCP if self.control_class and not self.topo.delay else None
 
     def _clock_offset(self, part):
         """The machine's monotonic clock less the head's, from the quickest of 9 round trips."""

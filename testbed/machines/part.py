@@ -19,7 +19,7 @@ from pathlib import Path
 from testbed.emulation import runrecord
 from testbed.emulation.cpu import CpuMonitor
 from testbed.emulation.network import Emulation
-from testbed.emulation.programs import POPEN, PROJECT, argv
+from testbed.emulation.processes import POPEN, PROJECT, argv
 from testbed.machines import remote
 
 
@@ -32,8 +32,8 @@ class Share:
 
 
 class Part:
-    def __init__(self, topo, plan, mtu, slot_count, share):
-        self.topo, self.plan = topo, plan
+    def __init__(self, topo, plan, mtu, slot_count, share, control_class=True):
+        self.topo, self.plan, self.control_class = topo, plan, control_class
         self.mtu, self.slot_count, self.share = mtu, slot_count, share
         self.emu, self.procs, self.cpu, self.sweeper = None, {}, None, None
         self._lines, self._lock = {}, threading.Lock()
@@ -43,7 +43,8 @@ class Part:
         times onto its own clock with them)."""
         self.folder = Path(tempfile.mkdtemp(prefix="tbpart"))
         self.emu = Emulation(self.topo, self.plan, self.folder, mtu=self.mtu, log=lambda m: None,
-                             refuse_overload=False, slot_count=self.slot_count, share=self.share)
+                             refuse_overload=False, slot_count=self.slot_count, share=self.share,
+                             control_class=self.control_class)
         remote.made(self)
         self.emu.__enter__()
         self.emu.record.add(directories=[self.folder])     # swept with the rest if the worker is killed

@@ -16,7 +16,7 @@ import traceback
 from distributed.diagnostics.plugin import WorkerPlugin
 
 from testbed.emulation import ovs
-from testbed.emulation.programs import PROJECT, start_local
+from testbed.emulation.processes import PROJECT, start_local
 
 LEASE = 5.0           # s without a renewal from the head after which a worker ends what the run made
 
@@ -25,7 +25,7 @@ _renewed = [time.monotonic()]
 
 
 def made(thing):
-    """Register a Program (emulation.programs) or a machine's Part (machines.part) made on this
+    """Register a Program (emulation.processes) or a machine's Part (machines.part) made on this
     worker for the run."""
     with _lock:
         _made.append(thing)

@@ -4,7 +4,7 @@ a server of its own (``collectives.connections``), so that a hash draw can give 
 from contextlib import ExitStack
 
 from testbed.collectives.connections import IPERF_BASE_PORT
-from testbed.emulation.programs import ProgramError, stop_all
+from testbed.emulation.processes import ProgramError, stop_all
 
 
 def measure_flows(emu, pairs, duration=5, omit=1, streams=1, during=(), connections=None):

@@ -6,7 +6,7 @@ above the smallest is their time in the queue (delay x rate = backlog)."""
 import time
 
 from testbed.emulation.cpu import CpuMonitor
-from testbed.emulation.programs import expect_all, stop_all
+from testbed.emulation.processes import expect_all, stop_all
 from testbed.errors import TestbedError
 from testbed.probes.queues import QueueSampler
 from testbed.topology import interface

@@ -1,5 +1,5 @@
 """The programs that run inside emulated hosts, each started as ``python -m testbed.programs.NAME``
-by ``testbed.emulation.programs``: they say {"ready": true}, take JSON lines on stdin, answer in
+by ``testbed.emulation.processes``: they say {"ready": true}, take JSON lines on stdin, answer in
 JSON lines, and end when stdin closes.
 
 - ``rank``: one allreduce rank (collectives)

@@ -42,6 +42,7 @@ CLEAR_TO_SEND = b"\x01"
 # eager messages of 16-64 KiB did it too: HDRM at 256 KiB took 0.54 s with a limit of 64 KiB, 0.40
 # s with 4 KiB; a message of one or two frames gains nothing from waiting.
 EAGER_LIMIT = 4 << 10
+CONGESTION_CONTROL = "cubic"     # on connections to other hosts (Rank._tune says why)
 
 
 class PeerError(RuntimeError):
@@ -122,7 +123,7 @@ class Rank:
             # waited on such flows (HDRM at 1 MiB on 16 ranks: 19 of 32 iterations 30-570 ms slower
             # than 1.60 s with BBR, none with CUBIC).
             with contextlib.suppress(PermissionError):   # unprivileged, on loopback; emulated hosts run as root
-                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, b"cubic")
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, CONGESTION_CONTROL.encode())
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         if self.dscp:
             sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, self.dscp << 2)

@@ -40,7 +40,8 @@ class RunFolder:
 
     def __init__(self, path):
         self.path, self.files = Path(path), []
-        self.date = time.strftime("%Y-%m-%d %H:%M")
+        self.started = time.strftime("%Y-%m-%dT%H:%M:%S")
+        self.date = self.started[:16].replace("T", " ")
 
     def create(self):
         try:

@@ -125,6 +125,13 @@ class Comparison:
         return dict(row, by=self.by, excludes_zero=self.gain.excludes(0.0), trials=len(self.pairs),
                     paired=self.gain.n, left_out="; ".join(f"trial {t}: {why}" for t, why in self.left_out))
 
+    def headline(self, name=None):
+        """The figures a run's record keeps: each form's mean, and the gain's mean and interval."""
+        name = name or self.name
+        return {f"{name}: {self.labels[0]}": _clean(self.a.mean), f"{name}: {self.labels[1]}": _clean(self.b.mean),
+                f"{name}: gain": _clean(self.gain.mean), f"{name}: gain low": _clean(self.gain.lo),
+                f"{name}: gain high": _clean(self.gain.hi)}
+
     def to_dict(self):
         return {"name": self.name, "labels": list(self.labels), "pairs": self.pairs, "by": self.by,
                 "a": self.a.to_dict(), "b": self.b.to_dict(), "gain": self.gain.to_dict(),
@@ -145,14 +152,22 @@ def _said(e, form):
     return f"{form(e.mean)} [{form(e.lo)}, {form(e.hi)}]"
 
 
+def wilson(k, n, confidence=CONFIDENCE):
+    """The share k/n with its Wilson score interval: (share, low, high), or Nones when n is 0."""
+    if not n:
+        return None, None, None
+    ci = stats.binomtest(k, n).proportion_ci(confidence, method="wilson")
+    return k / n, ci.low, ci.high
+
+
 def figure(e, digits=2):
     """'0.48 [0.44, 0.52]' (no interval with one trial)."""
     return _said(e, lambda v: f"{v:.{digits}f}")
 
 
 def percent(e):
-    """'+69% [+60%, +78%]' for a gain."""
-    return _said(e, lambda v: f"{100 * v:+.0f}%")
+    """'+69% [+60%, +78%]' for a gain; below 10% with a decimal ('+0.4% [-0.2%, +1.0%]')."""
+    return _said(e, lambda v: f"{100 * v:+.0f}%" if abs(100 * v) >= 9.95 else f"{100 * v:+.1f}%")
 
 
 def signed(e, digits=2):

@@ -11,7 +11,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from testbed.emulation.programs import free_port
+from testbed.emulation.processes import free_port
 
 BRIDGE, PREFIX, NET = "tbmlab", "tbmlab-", "10.253.7"
 HEAD = f"{NET}.254"

@@ -40,7 +40,6 @@ def test_alltoall_in_link_disjoint_rounds_does_not_lose_to_pairwise(emu):
     # 15 perfect rounds: an iteration that stays in step takes 0.80 s (0.98 of the link); one that a
     # late rank puts out of step runs rounds side by side on shared links (0.6-0.8), as pairwise's
     # rounds share links in every step (0.63-0.66)
-    assert s.get("topo", LARGE).busbw_over_link >= 0.5, s.get("topo", LARGE)
     assert s.ratio("topo", "pairwise", LARGE) >= 0.85, (s.get("topo", LARGE), s.get("pairwise", LARGE))
 
 

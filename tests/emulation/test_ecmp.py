@@ -9,7 +9,7 @@ import sys
 import pytest
 
 import testbed
-from testbed.emulation.programs import PROJECT
+from testbed.emulation.processes import PROJECT
 
 CASES = {"clos-ecmp-hd": ("leafspine:4,4,4", "ecmp", "hd"),
          "bigraph-deterministic-hdrm": ("bigraph:2,8", "deterministic", "hdrm")}

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from testbed.emulation import ovs, runrecord
-from testbed.emulation.programs import PROJECT
+from testbed.emulation.processes import PROJECT
 from tests.emulation.machine import alive, leftovers
 
 SMALL_SWEEP = ["bigraph_allreduce", "--topology", "bigraph:1,4", "--algorithms", "hdrm,ring", "--max-bytes",

@@ -11,8 +11,7 @@ def run_watched(experiment, topo, routing, comm, size, trials, trial, *, draw, s
     sees each row. Returns the fabric check."""
     pending = list(trials)
     with experiment.emulate(topo, routing, folder=folder, mtu=mtu) as emu:
-        check = emu.check()
-        print("\n".join(check.lines))
+        check = experiment.check(emu.check(), getattr(topo, "name", None))
         while pending:
             with emu.watch(comm, size, draw=draw, stall_limit=stall_limit) as watch:
                 ready = prepare(emu, watch) if prepare else None

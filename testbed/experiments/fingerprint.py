@@ -1,0 +1,167 @@
+"""What a run does, as a hash: the fingerprint a run's record carries and a page's staleness is
+judged by.
+
+A run is what its plan says (``prepare(args)``: the fabrics as data, the schedules and their
+placements, sizes, forms, workload phases) plus how the emulation treats packets (``MODEL``: the
+switch ports' classes, the ranks' protocol), not the code that carries it out: a comment, a
+docstring or a refactor changes no fingerprint, a change of what is measured changes the part it
+touches. The plan is turned into plain data (``canonical``) part by part, one part per field of the
+plan and one for each fabric's routing rules and each placed schedule's steps, and each part is
+hashed on its own, so a stale page names what changed. Seeds are left out: a run whose seed was
+drawn does the same as one given it. A fabric's routes are computed for the modes its run may
+install (deterministic, ECMP) where it is emulated; a modelled fabric is its data alone.
+"""
+import argparse
+import dataclasses
+import enum
+import hashlib
+import json
+import math
+from pathlib import Path
+
+from testbed import routing
+from testbed.collectives.schedules import Schedule
+from testbed.emulation import shaping
+from testbed.programs import rank
+from testbed.topology import Topology
+
+ROOT = Path(__file__).resolve().parents[2]
+LEFT_OUT = {"seed"}          # drawn anew by a run that is not given one: not what the run does
+SAMPLE_COUNT = 64            # elements per rank at which a placed schedule's steps are written out
+
+
+def model():
+    """How the emulation treats packets, where no plan says it: the switch ports' control class
+    (a rank's clear-to-sends and ACKs served first), the ranks' congestion control and eager limit.
+    A change here changes every emulated run."""
+    return {"control_dscp": shaping.CONTROL_DSCP, "high_dscp": shaping.HIGH_DSCP,
+            "congestion_control": rank.CONGESTION_CONTROL, "eager_limit": rank.EAGER_LIMIT,
+            "burst": "one frame"}
+
+
+def canonical(value, _seen=()):
+    """value as JSON-able data that says what it is and nothing of where it lives in memory."""
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else repr(value)
+    if id(value) in _seen:
+        return "<cycle>"
+    seen = (*_seen, id(value))
+    if isinstance(value, enum.Enum):
+        return value.name
+    if isinstance(value, Path):
+        return file_data(value)
+    if isinstance(value, Topology):
+        return {"topology": value.to_dict()}
+    if isinstance(value, Schedule):
+        return {"schedule": value.name, "class": type(value).__name__, "args": canonical(value.args(), seen)}
+    if isinstance(value, dict):
+        return {str(k): canonical(v, seen) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))
+                if k not in LEFT_OUT}
+    if isinstance(value, (list, tuple)):
+        return [canonical(v, seen) for v in value]
+    if isinstance(value, (set, frozenset)):
+        return sorted((canonical(v, seen) for v in value), key=lambda v: json.dumps(v, sort_keys=True))
+    if callable(value) and hasattr(value, "__qualname__"):
+        return f"{getattr(value, '__module__', '')}.{value.__qualname__}"
+    fields = ({f.name: getattr(value, f.name) for f in dataclasses.fields(value)} if dataclasses.is_dataclass(value)
+              else vars(value) if hasattr(value, "__dict__") else None)
+    if fields is None:
+        return repr(value)
+    return {"class": type(value).__name__,
+            **{k: canonical(v, seen) for k, v in sorted(fields.items()) if k not in LEFT_OUT and not k.startswith("_")}}
+
+
+def file_data(path):
+    """A file named in a plan: by its place in the repository, or by its content elsewhere, so the
+    same file gives the same fingerprint on every machine."""
+    path = Path(path)
+    resolved = path.resolve()
+    if resolved.is_relative_to(ROOT):
+        return {"file": resolved.relative_to(ROOT).as_posix()}
+    try:
+        return {"file": path.name, "sha256": hashlib.sha256(resolved.read_bytes()).hexdigest()}
+    except OSError:
+        return {"file": str(path)}
+
+
+def digest(data):
+    return hashlib.sha256(json.dumps(data, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:16]
+
+
+def fields(plan):
+    """The plan's own fields: a dataclass's, or its attributes."""
+    if dataclasses.is_dataclass(plan):
+        return {f.name: getattr(plan, f.name) for f in dataclasses.fields(plan)}
+    return dict(vars(plan))
+
+
+def placed_schedules(value, found, _seen=()):
+    """Every (schedule, hosts) pair anywhere in value: a placed collective."""
+    if id(value) in _seen or isinstance(value, (str, bytes, int, float, Topology)) or value is None:
+        return found
+    seen = (*_seen, id(value))
+    if isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], Schedule) and \
+            isinstance(value[1], (list, tuple)) and all(isinstance(h, str) for h in value[1]):
+        found.append(value)
+        return found
+    if isinstance(value, dict):
+        items = value.values()
+    elif isinstance(value, (list, tuple, set, frozenset)):
+        items = value
+    elif dataclasses.is_dataclass(value) or hasattr(value, "__dict__"):
+        items = fields(value).values() if dataclasses.is_dataclass(value) else vars(value).values()
+    else:
+        return found
+    for item in items:
+        placed_schedules(item, found, seen)
+    return found
+
+
+def steps(schedule, hosts):
+    """A placed schedule's steps, every rank's, at SAMPLE_COUNT elements per rank, with its hosts."""
+    ranks = len(hosts)
+    count = SAMPLE_COUNT * ranks
+    return {"schedule": schedule.name, "hosts": list(hosts),
+            "steps": [[dataclasses.astuple(s) for s in schedule.steps(r, ranks, count)] for r in range(ranks)]}
+
+
+def routes(topo):
+    """The rules the controller installs on an emulated fabric, for the modes a run may ask."""
+    return {mode: routing.plan(topo, mode).to_dict() for mode in ("deterministic", "ecmp")}
+
+
+def fingerprint(plan, settings=None):
+    """{"hash": the run's, "parts": {part: hash}}: a part per plan field, 'fabric N routes' per
+    emulated fabric, 'schedules' for every placed schedule's steps, 'model' and 'settings' (slots,
+    CPU placement: how the run's emulation is laid out)."""
+    parts = {name: digest(canonical(value)) for name, value in fields(plan).items() if name not in LEFT_OUT}
+    for k, topo in enumerate(getattr(plan, "fabrics", ()) or ()):
+        parts[f"fabric {k} routes"] = digest(routes(topo))
+    placed = placed_schedules(fields(plan), [])
+    if placed:
+        parts["schedules"] = digest([steps(s, h) for s, h in placed])
+    if getattr(plan, "fabrics", ()):
+        parts["model"] = digest(model())
+    if settings:
+        parts["settings"] = digest(canonical(settings))
+    return {"hash": digest(parts), "parts": parts}
+
+
+def changed(old, new):
+    """The parts that differ between two fingerprints, named."""
+    a, b = old.get("parts", {}), new.get("parts", {})
+    return sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
+
+
+def of_run(module, args):
+    """The fingerprint of what `args` ask of a scenario module (parsed by run_scenario.py's parser):
+    its plan, a seed it would draw fixed, and the emulation's layout (slots, CPU placement, machines)."""
+    args = argparse.Namespace(**vars(args))
+    if getattr(args, "seed", 0) is None:
+        args.seed = 0
+    settings = {"slots": getattr(args, "slots", 1), "cpu_placement": getattr(args, "cpu_placement", "auto"),
+                "machines": bool(getattr(args, "machines", None)),
+                "control_class": getattr(args, "control_class", "on")}
+    return fingerprint(module.prepare(args), settings)

@@ -1,0 +1,26 @@
+"""Each scenario page's headline claims, checked on a smoke form of its run (the scenario's SMOKE
+options: its smallest fabric, few trials, seconds to a couple of minutes), as Mininet's test_hifi
+states a paper's claim with a tolerance: a regression fails the suite the day it happens. The
+claims are the ones each run prints and its page shows (``CLAIMS`` in the scenario's module)."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from scenarios import SCENARIOS
+
+PROJECT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_the_page_s_claims_hold_on_a_smoke_run(name, tmp_path, clean_machine):
+    module = SCENARIOS[name]
+    run = subprocess.run([sys.executable, "run_scenario.py", name, *module.SMOKE, "--results", str(tmp_path)],
+                         cwd=PROJECT, capture_output=True, text=True, timeout=900)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
+    record = json.loads((tmp_path / "record.json").read_text())
+    assert record["status"] == "complete" and record["headline"].get("#wrong", 0) == 0
+    failed = [f"{c['claim']}: {c['verdict']} ({c['said']})" for c in record["claims"] if c["verdict"] != "holds"]
+    assert failed == [], "\n".join(failed) + "\n" + "\n".join(record["output"]["summary"][-30:])

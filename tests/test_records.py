@@ -1,0 +1,173 @@
+"""Runs as records and pages drawn from them (no root): a run's fingerprint says what it does and
+nothing else, a record keeps the command that reruns it, a bad record is refused in one line, a
+page's block is what its record gives, and a page goes stale exactly where its run's plan changed."""
+import json
+
+import pytest
+
+import run_scenario
+from scenarios import SCENARIOS
+from testbed.errors import TestbedError
+from testbed.experiments import pages
+from testbed.experiments import record as records
+from testbed.experiments.claims import Claim
+from testbed.experiments.fingerprint import canonical, changed, of_run
+
+
+def args_of(*argv):
+    return run_scenario.parser().parse_args(list(argv))
+
+
+def test_a_fingerprint_is_the_same_in_every_process_and_leaves_the_seed_out():
+    a = of_run(SCENARIOS["ecmp_collisions"], args_of("ecmp_collisions", "--seed", "1"))
+    b = of_run(SCENARIOS["ecmp_collisions"], args_of("ecmp_collisions", "--seed", "2"))
+    c = of_run(SCENARIOS["ecmp_collisions"], args_of("ecmp_collisions"))       # a seed it would draw
+    assert a == b == c
+
+
+def test_where_a_run_writes_changes_no_fingerprint(tmp_path):
+    a = of_run(SCENARIOS["bigraph_allreduce"], args_of("bigraph_allreduce"))
+    b = of_run(SCENARIOS["bigraph_allreduce"], args_of("bigraph_allreduce", "--results", str(tmp_path), "--record"))
+    assert a == b
+
+
+@pytest.mark.parametrize("option, parts", [
+    (("--rate", "20"), {"topo"}),
+    (("--topology", "bigraph:2,4"), {"topo", "fabric 0 routes", "placed", "schedules"}),
+    (("--algorithms", "hd,hdrm"), {"placed", "schedules"}),
+    (("--max-bytes", "262144"), {"sizes"}),
+    (("--slots", "2"), {"settings"}),
+])
+def test_a_changed_option_changes_the_parts_it_touches_and_no_other(option, parts):
+    base = of_run(SCENARIOS["bigraph_allreduce"], args_of("bigraph_allreduce"))
+    other = of_run(SCENARIOS["bigraph_allreduce"], args_of("bigraph_allreduce", *option))
+    assert base["hash"] != other["hash"]
+    assert set(changed(base, other)) == parts
+
+
+def test_the_emulation_model_is_a_part_of_every_emulated_run(monkeypatch):
+    base = of_run(SCENARIOS["fabric_check"], args_of("fabric_check"))
+    monkeypatch.setattr("testbed.programs.rank.EAGER_LIMIT", 1 << 20)
+    assert changed(base, of_run(SCENARIOS["fabric_check"], args_of("fabric_check"))) == ["model"]
+
+
+def test_a_schedule_s_steps_are_in_the_fingerprint(monkeypatch):
+    from testbed.collectives import schedules
+    base = of_run(SCENARIOS["bigraph_allreduce"], args_of("bigraph_allreduce", "--algorithms", "ring"))
+    original = schedules.Ring.steps
+    monkeypatch.setattr(schedules.Ring, "steps",
+                        lambda self, rank, ranks, count: original(self, rank, ranks, count)[1:])
+    after = of_run(SCENARIOS["bigraph_allreduce"], args_of("bigraph_allreduce", "--algorithms", "ring"))
+    assert changed(base, after) == ["schedules"]
+
+
+def test_canonical_data_names_no_memory_address():
+    class Thing:
+        def __init__(self):
+            self.x, self.seed, self._private = 1.5, 99, object()
+    assert canonical(Thing()) == {"class": "Thing", "x": 1.5}
+    assert "0x" not in json.dumps(canonical({"f": test_canonical_data_names_no_memory_address}))
+
+
+def test_a_record_keeps_the_command_that_reruns_it():
+    argv = ["hpn7_planes", "--trials", "4", "--results", "/tmp/x", "--record"]
+    assert records.rerun(argv, 1234) == "run_scenario.py hpn7_planes --trials 4 --seed 1234"
+    assert records.rerun(argv + ["--seed", "7"], 7) == "run_scenario.py hpn7_planes --trials 4 --seed 7"
+    assert records.command_key(argv + ["--seed", "7"]) == ["hpn7_planes", "--trials", "4"]
+    assert records.rerun(["incast", "--results=/tmp/y"], None) == "run_scenario.py incast"
+
+
+def write_record(folder, **changes):
+    args = args_of("fabric_check")
+    record = {"format": 1, "scenario": "fabric_check", "command": "run_scenario.py fabric_check",
+              "argv": ["fabric_check"], "key": ["fabric_check"], "seed": None, "started": "2026-11-26T18:00:00",
+              "seconds": 61.0, "status": "complete", "exit_code": 0, "commit": records.git("rev-parse", "HEAD"),
+              "dirty": False, "changed": [], "versions": {"open vswitch": "3.1"},
+              "machine": {"cores": 2, "kernel": "k", "datapath": "user", "calibration": {"9000 none": 320}},
+              "fingerprint": of_run(SCENARIOS["fabric_check"], args), "headline": {"longest path goodput/link": 0.99},
+              "claims": [Claim("one flow gets the link", "longest path goodput/link", at_least=0.9).check(
+                  {"longest path goodput/link": 0.99})],
+              "output": {"header": [], "checks": ["fabric check: ..."], "rows": [], "summary": []}}
+    record.update(changes)
+    path = folder / "fabric_check" / f"{record['started'].replace(':', '')}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record))
+    return path
+
+
+@pytest.fixture
+def kept(tmp_path, monkeypatch):
+    """A records folder and a scenario page of our own."""
+    monkeypatch.setattr(records, "RECORDS", tmp_path / "records")
+    monkeypatch.setattr(pages, "PAGES", tmp_path / "pages")
+    (tmp_path / "pages").mkdir()
+    for name in SCENARIOS:
+        (tmp_path / "pages" / f"{name}.md").write_text(f"# {name}\n")
+    return tmp_path
+
+
+@pytest.mark.skipif(records.git("rev-parse", "HEAD") is None, reason="needs the repository's history")
+def test_a_page_drawn_from_its_records_matches_them_and_goes_stale_where_its_plan_changed(kept):
+    first = write_record(kept / "records", started="2026-11-25T10:00:00")
+    write_record(kept / "records", started="2026-11-26T18:00:00", headline={"longest path goodput/link": 0.97})
+    page = kept / "pages" / "fabric_check.md"
+    page.write_text(f"# fabric_check\n\n<!-- measured: {first} -->\nold\n<!-- /measured -->\n\nreading\n")
+    run_scenario.main(["--pages"])
+    text = page.read_text()
+    assert "longest path goodput/link 0.97" in text and "(shown)" in text and text.endswith("reading\n")
+    assert "2026-11-25 10:00" in text                      # the earlier run, in the history table
+    assert pages.mismatches(SCENARIOS) == [] and pages.stale(SCENARIOS, run_scenario.parser()) == []
+    page.write_text(text.replace("0.97", "0.99", 1))        # a figure the run did not produce
+    assert [why for _, _, why in pages.mismatches(SCENARIOS)] == ["the block is not what the record gives"]
+    newest = sorted((kept / "records" / "fabric_check").glob("*.json"))[-1]
+    data = json.loads(newest.read_text())
+    data["fingerprint"]["parts"]["topo"] = "0" * 16           # as if the fabric had been another
+    newest.write_text(json.dumps(data))
+    (found,) = pages.stale(SCENARIOS, run_scenario.parser())
+    assert found[2] == ["topo"] and found[4] == "sudo python3 run_scenario.py fabric_check --record"
+    run_scenario.main(["--pages"])
+    assert pages.STALE in page.read_text() and pages.mismatches(SCENARIOS) == []    # the banner aside
+
+
+@pytest.mark.parametrize("change, said", [
+    ({"scenario": "nonesuch"}, "names an unknown scenario"),
+    ({"commit": "0" * 40}, "not in this repository's history"),
+    ({"fingerprint": None, "output": None, "headline": None}, None),
+])
+@pytest.mark.skipif(records.git("rev-parse", "HEAD") is None, reason="needs the repository's history")
+def test_a_bad_record_is_refused_in_one_line(kept, change, said):
+    path = write_record(kept / "records", **change)
+    if said is None:                                        # missing fields
+        data = json.loads(path.read_text())
+        for key in change:
+            del data[key]
+        path.write_text(json.dumps(data))
+        said = "lacks fingerprint, headline, output"
+    with pytest.raises(TestbedError) as e:
+        records.load(path, SCENARIOS)
+    assert said in str(e.value) and "\n" not in str(e.value)
+
+
+def test_a_record_that_does_not_parse_is_refused_by_pages_in_one_line(kept, capsys):
+    bad = kept / "records" / "fabric_check" / "broken.json"
+    bad.parent.mkdir(parents=True)
+    bad.write_text("{not json")
+    (kept / "pages" / "fabric_check.md").write_text(f"<!-- measured: {bad} -->\nx\n<!-- /measured -->\n")
+    assert run_scenario.main(["--pages"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "does not parse" in err and "\n" not in err
+
+
+def test_a_claim_reads_one_headline_figure():
+    claim = Claim("HDRM at the link rate", "hdrm busbw/link", at_least=0.9)
+    assert claim.check({"hdrm busbw/link": 0.95})["verdict"] == "holds"
+    assert claim.check({"hdrm busbw/link": 0.5})["verdict"] == "DOES NOT HOLD"
+    assert claim.check({})["verdict"] == "NOT MEASURED"
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_every_scenario_states_its_claims_on_figures_it_reports_and_a_smoke_form(name):
+    module = SCENARIOS[name]
+    assert module.CLAIMS, f"{name} states no claim"
+    args = args_of(name, *module.SMOKE)
+    assert module.prepare(args) is not None
