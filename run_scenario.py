@@ -109,7 +109,11 @@ def main(argv):
         return 2
     if not set(argv) & (set(SCENARIOS) | {"--list", "--cleanup", "--calibrate", "--pages", "--stale", "-h", "--help"}):
         argv = [DEFAULT] + argv   # options alone are the default scenario's
-    args = parser().parse_args(argv)
+    top = parser()
+    args, unknown = top.parse_known_args(argv)
+    if unknown:     # refused by the scenario's own parser, so the line names its --help
+        subs = next(a for a in top._actions if a.dest == "scenario").choices
+        (subs[args.scenario] if args.scenario else top).error(f"unrecognized arguments: {' '.join(unknown)}")
     if args.list:
         for name, module in SCENARIOS.items():
             print(f"{name:20s} {module.HELP}{'  (default)' if name == DEFAULT else ''}")
@@ -210,8 +214,12 @@ def measured_once(plan, settings):
 
 
 def measure(args, argv, module, plan, experiment, datapath, fingerprint):
+    emulation = ("cpu_placement", "slots", "machines", "control_class")
     options = {k: v for k, v in vars(args).items()
-               if k not in ("scenario", "list", "cleanup", "calibrate", "pages", "stale", "results", "cli", "record")}
+               if k not in ("scenario", "list", "cleanup", "calibrate", "pages", "stale", "results", "cli", "record")
+               and (getattr(module, "EMULATES", True) or k not in emulation)}
+    if "seed" in options:
+        options["seed"] = getattr(plan, "seed", options["seed"])
     status, folder, code = "failed", experiment.results, None
     with markdown.Transcript() as transcript:
         try:
@@ -228,7 +236,8 @@ def measure(args, argv, module, plan, experiment, datapath, fingerprint):
         finally:
             if folder.path.is_dir():
                 version = ovs.version() if datapath else None
-                report = markdown.write(folder, args.scenario, argv, status, plan, options, datapath, version,
+                command = records.rerun(argv, getattr(plan, "seed", None))
+                report = markdown.write(folder, args.scenario, command, status, plan, options, datapath, version,
                                         transcript.text())
                 print(f"report: {report}")
                 if not args.cli:

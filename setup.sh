@@ -73,19 +73,21 @@ if [ -e .venv ] && [ "$(.venv/bin/python -c 'import sys; print(sys.base_prefix, 
   echo "== replacing .venv, which was made by another interpreter (not this machine's /usr/bin/python3)"
   rm -rf .venv
 fi
+# pip names every index location it skips, a line each (some machines configure many): keep its other words.
+quiet_pip() { grep -v "^WARNING: Location '.*' is ignored" || true; }
 if [ ! -x .venv/bin/python ]; then
   echo "== creating .venv"
   /usr/bin/python3 -m venv --system-site-packages .venv
 fi
 if ! cmp -s requirements.txt .venv/.requirements.installed; then
   echo "== installing Python packages"
-  .venv/bin/pip install -q --disable-pip-version-check -r requirements.txt
+  .venv/bin/pip install -q --disable-pip-version-check -r requirements.txt 2>&1 | quiet_pip
   cp requirements.txt .venv/.requirements.installed
 fi
 # The project itself, editable: `import testbed` from any folder, and pytest's testbed plugin.
 if ! cmp -s pyproject.toml .venv/.project.installed; then
   echo "== installing the testbed package (editable) and its pytest plugin"
-  .venv/bin/pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
+  .venv/bin/pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e . 2>&1 | quiet_pip
   cp pyproject.toml .venv/.project.installed
 fi
 

@@ -8,6 +8,7 @@ it is offered none of the emulation's options), and ``run(plan, experiment)``, w
 checks, measures and writes (``experiments.Experiment``: ``experiment.emulate`` builds a fabric
 with the run's settings, ``experiment.results`` is the run's folder), returning the exit code.
 """
+import time
 from dataclasses import dataclass
 
 from testbed import api, routing
@@ -16,11 +17,25 @@ from testbed.emulation.network import DEFAULT_MTU
 from testbed.errors import TestbedError
 from testbed.programs.rank import EAGER_LIMIT
 from testbed.routing.hashing import BONDS
-from testbed.topology import DEFAULT_QUEUE, DEFAULT_RATE, FORMS
+from testbed.topology import DEFAULT_QUEUE, DEFAULT_RATE, FORMS, from_spec
 from testbed.topology.hpn7 import HPN_UPLINK_CAPACITY, plane_forms
 from testbed.topology.uplinks import RATIOS, faster_uplinks
 
 ROUTINGS = ("ecmp", "pinned", "planned")
+MAX_SEED = 2**31 - 1
+
+
+def add_seed_argument(parser, what="the first trial's draw"):
+    parser.add_argument("--seed", type=int, default=None, help=f"{what} (default: a new one, said in the output)")
+
+
+def seed_of(args):
+    """--seed, checked, or a new one drawn from the clock."""
+    if args.seed is None:
+        return int(time.time() * 1000) % 1_000_000
+    if not 0 <= args.seed <= MAX_SEED:
+        raise TestbedError(f"--seed must be between 0 and {MAX_SEED} (got {args.seed})")
+    return args.seed
 
 
 def add_fabric_arguments(parser, topology):
@@ -142,9 +157,15 @@ def sweep_options(args):
             at_least(args.iters, 1, "--iters"), at_least(args.eager_limit, 0, "--eager-limit", " bytes"))
 
 
-def fabric(args, spec=None):
-    """The topology the fabric options describe (spec overrides --topology), checked."""
-    return api.fabric(spec or args.topology, rate=args.rate, queue=args.queue, delay=args.delay, mtu=args.mtu)
+def fabric(args, spec=None, option="--topology"):
+    """The topology the fabric options describe (spec, given as `option`, overrides --topology),
+    checked; a spec that names no fabric is refused naming the option."""
+    spec = spec or args.topology
+    try:
+        from_spec(str(spec))            # the spec alone: the rate and queue are checked by their options' names
+    except TestbedError as e:
+        raise TestbedError(str(e) if str(e).startswith(option) else f"{option} {spec}: {e}") from None
+    return api.fabric(spec, rate=args.rate, queue=args.queue, delay=getattr(args, "delay", 0.0), mtu=args.mtu)
 
 
 def names(text, option, allowed):
@@ -167,6 +188,14 @@ def counts(text, option):
     if not found or min(found) < 1:
         raise TestbedError(f"{option} needs one or more positive whole numbers (got {text!r})")
     return found
+
+
+def positive(args, *options):
+    """Each of the options (their dests) checked positive, whether or not this run uses it."""
+    for option in options:
+        value = getattr(args, option)
+        if not value > 0:
+            raise TestbedError(f"--{option.replace('_', '-')} must be positive (got {value:g})")
 
 
 def at_least(value, minimum, option, unit=""):

@@ -13,7 +13,15 @@ controller took to react.
 import re
 from dataclasses import dataclass
 
-from scenarios.common import add_fabric_arguments, add_scheme_arguments, at_least, fabric, streams_option
+from scenarios.common import (
+    add_fabric_arguments,
+    add_scheme_arguments,
+    add_seed_argument,
+    at_least,
+    fabric,
+    seed_of,
+    streams_option,
+)
 from testbed.api import Comm
 from testbed.api.sweep import check_sweep
 from testbed.collectives.data import ELEMENT_BYTES
@@ -24,6 +32,7 @@ from testbed.experiments.claims import Claim
 from testbed.experiments.trials import Form, run_once
 from testbed.fidelity.verdict import describe
 from testbed.report import figures
+from testbed.routing.hashing import Draw
 from testbed.topology import HPN7
 
 NAME = "dual_tor_failover"
@@ -54,6 +63,7 @@ def add_arguments(parser):
                         help="seconds a rank waits for data before the job gives up (default %(default)s)")
     parser.add_argument("--bytes", type=int, default=256 << 10, help="allreduce message size (default %(default)s)")
     add_scheme_arguments(parser, streams=2)
+    add_seed_argument(parser, "the connections' source ports (a hash draw: which ToR and uplink each takes)")
 
 
 @dataclass
@@ -66,6 +76,7 @@ class Plan:
     stall_limit: float
     size: int
     streams: int
+    seed: int = 0
 
     @property
     def fabrics(self):
@@ -99,7 +110,7 @@ def prepare(args):
     at_least(args.bytes, ELEMENT_BYTES * ranks, "--bytes", f" ({ELEMENT_BYTES} per rank)")
     check_sweep([args.bytes], ranks, 2, topo.bytes_per_s, 0, 1)
     return Plan([topo, baseline], args.mtu, windows, args.flap, args.run_for, args.stall_limit, args.bytes,
-                streams_option(args))
+                streams_option(args), seed_of(args))
 
 
 def victims(topo, hosts):
@@ -141,7 +152,7 @@ def measure(plan, experiment, summaries):
             a, b = plan.windows["ToR down"]
             events += emu.switch_failure(tor, a, b - a, plan.flap)
         ran = emu.collective_for(Comm(schedule, tuple(hosts), plan.streams, ALLREDUCE), plan.size, plan.run_for,
-                                 events=events, stall_limit=plan.stall_limit)
+                                 events=events, stall_limit=plan.stall_limit, draw=Draw(plan.seed))
         react = reactions(folder / "controller.log", ran["done"])
         rows, summaries[topo.name] = outcome(ran, plan, topo, len(hosts), check, react)
         print("\n".join(report(summaries[topo.name], plan.windows)))
@@ -189,7 +200,8 @@ def run(plan, experiment):
     experiment.header(f"# {NAME}: {ALLREDUCE} allreduce of {plan.size} B, {plan.streams} connections per peer, back to "
                       f"back for {plan.run_for:g} s; failures: "
                       + ", ".join(f"{n} {a:g}-{b:g} s" for n, (a, b) in plan.windows.items())
-                      + (f", flapping every {plan.flap:g} s" if plan.flap else ""))
+                      + (f", flapping every {plan.flap:g} s" if plan.flap else "")
+                      + f"; source ports from seed {plan.seed}")
     summaries = {}
     experiment.about.update(windows=plan.windows, flap=plan.flap, stall_limit=plan.stall_limit, size=plan.size,
                             forms=summaries)

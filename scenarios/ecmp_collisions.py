@@ -1,5 +1,5 @@
 """ECMP collisions: HD on a leaf-spine Clos with hashed ECMP against HDRM on BiGraph with
-deterministic routes, at equal link rate and rank count; with ``--workload alltoall``, the pairwise
+deterministic routes, at equal link rate and rank count; with ``--collective alltoall``, the pairwise
 alltoall on the Clos against BiGraph's alltoall in rounds whose flows share no link (the traffic of
 mixture-of-experts' expert parallelism, which stresses hashing most: every pair of ranks, a fresh
 set of 5-tuples in every step).
@@ -12,10 +12,17 @@ routes what the routing predicted. The summary pairs the trials (``report.paired
 busbw and collided steps with 95% intervals, and BiGraph's gain over the Clos with its interval.
 """
 import shutil
-import time
 from dataclasses import dataclass
 
-from scenarios.common import add_fabric_arguments, add_scheme_arguments, at_least, fabric, with_uplinks
+from scenarios.common import (
+    add_fabric_arguments,
+    add_scheme_arguments,
+    add_seed_argument,
+    at_least,
+    fabric,
+    seed_of,
+    with_uplinks,
+)
 from testbed.api.collision_trials import trial_line
 from testbed.api.sweep import check_sweep
 from testbed.collectives.data import ELEMENT_BYTES
@@ -28,8 +35,8 @@ from testbed.report import figures
 
 NAME = "ecmp_collisions"
 HELP = "HD on a Clos with ECMP against HDRM on BiGraph with deterministic routes: collisions per step, busbw"
-# {workload: ((collective, variant on the Clos), (collective, variant on BiGraph))}
-WORKLOADS = {"allreduce": (("allreduce", "hd"), ("allreduce", "hdrm")),
+# {--collective: ((collective, variant on the Clos), (collective, variant on BiGraph))}
+COLLECTIVES = {"allreduce": (("allreduce", "hd"), ("allreduce", "hdrm")),
              "alltoall": (("alltoall", "pairwise"), ("alltoall", "topo"))}
 DEFAULT_TRIALS = 16
 CLAIMS = (Claim("BiGraph with HDRM carries 50% more busbw than HD on the ECMP Clos", "busbw/link: gain",
@@ -43,13 +50,13 @@ def add_arguments(parser):
     add_fabric_arguments(parser, topology="bigraph:2,8")
     parser.add_argument("--clos", default="leafspine:4,4,4",
                         help="the ECMP Clos, same host count as --topology (default %(default)s)")
-    parser.add_argument("--workload", choices=WORKLOADS, default="allreduce",
+    parser.add_argument("--collective", choices=COLLECTIVES, default="allreduce",
                         help="allreduce: HD on the Clos, HDRM on BiGraph; alltoall: pairwise on the Clos, in "
                              "link-disjoint rounds on BiGraph (default %(default)s)")
     parser.add_argument("--bytes", type=int, default=1 << 20, help="message size (default %(default)s)")
     parser.add_argument("--trials", type=int, default=DEFAULT_TRIALS,
-                        help="paired trials, each on a fresh hash draw (default %(default)s: about 9 minutes)")
-    parser.add_argument("--seed", type=int, default=None, help="the first trial's draw (default: a new one)")
+                        help="paired trials, each on a fresh hash draw (default %(default)s)")
+    add_seed_argument(parser, "the first trial's draw")
     parser.add_argument("--iters", type=int, default=2, help="timed iterations per trial (default %(default)s)")
     # the Clos's schemes; planned is left out: it moves flows while the probe counts them per step
     add_scheme_arguments(parser, routings=("ecmp", "pinned"), uplinks=True)
@@ -72,7 +79,7 @@ class Plan:
     trials: int
     iters: int
     seed: int
-    workload: str
+    collective: str
 
     @property
     def fabrics(self):
@@ -80,7 +87,7 @@ class Plan:
 
 
 def prepare(args):
-    bigraph, clos = fabric(args), with_uplinks(fabric(args, args.clos), args)
+    bigraph, clos = fabric(args), with_uplinks(fabric(args, args.clos, "--clos"), args)
     if len(clos.hosts) != len(bigraph.hosts):
         raise TestbedError(f"--clos has {len(clos.hosts)} hosts and --topology {len(bigraph.hosts)}: "
                            "give both the same host count")
@@ -90,14 +97,14 @@ def prepare(args):
     check_sweep([args.bytes], len(bigraph.hosts), 2 * trials, bigraph.bytes_per_s, 1, iters)
     if shutil.which("tcpdump") is None:
         raise TestbedError("the collision probe needs tcpdump: run 'sudo ./setup.sh' to install it")
-    (clos_collective, clos_variant), (big_collective, big_variant) = WORKLOADS[args.workload]
+    (clos_collective, clos_variant), (big_collective, big_variant) = COLLECTIVES[args.collective]
     cases = [Case(f"clos-{args.routing}-{clos_variant}", clos, args.routing, clos_collective, clos_variant),
              Case(f"bigraph-deterministic-{big_variant}", bigraph, "deterministic", big_collective, big_variant)]
     for case in cases:
         schedule, hosts = place(case.variant, case.topo, case.collective)
         schedule.check_count(len(hosts), args.bytes // ELEMENT_BYTES)
-    seed = args.seed if args.seed is not None else int(time.time() * 1000) % 1_000_000
-    return Plan(cases, args.mtu, args.bytes, trials, iters, seed, args.workload)
+    seed = seed_of(args)
+    return Plan(cases, args.mtu, args.bytes, trials, iters, seed, args.collective)
 
 
 def measure(plan):
@@ -127,8 +134,8 @@ def compare_cases(rows, cases):
 
 
 def run(plan, experiment):
-    experiment.header(f"# {NAME}: {plan.size} B {plan.workload}, {plan.trials} paired trials x {plan.iters} iterations "
-                      f"from seed {plan.seed}, links {plan.cases[0].topo.rate:g} Mbit/s, MTU {plan.mtu}",
+    experiment.header(f"# {NAME}: {plan.size} B {plan.collective}, {plan.trials} paired trials x {plan.iters} "
+                      f"iterations from seed {plan.seed}, links {plan.cases[0].topo.rate:g} Mbit/s, MTU {plan.mtu}",
                       *[f"#   {case.label}: {case.topo.describe()}, routing {case.routing}, {case.variant}"
                         for case in plan.cases])
 
@@ -145,7 +152,7 @@ def run(plan, experiment):
     experiment.headline.update(compared["busbw"].headline("busbw/link"))
     experiment.headline.update(compared["collided"].headline("collided steps"))
     steps = ", ".join(f"{case.label} {n}" for case, n in zip(plan.cases, cmp["steps_per_case"]))
-    experiment.say(f"\nsummary (paired over trials; mean [95% interval]; steps per {plan.workload}: {steps}):",
+    experiment.say(f"\nsummary (paired over trials; mean [95% interval]; steps per {plan.collective}: {steps}):",
                    *[f"  {c.line()}" for c in compared.values()], f"  #wrong over every iteration: {cmp['wrong']}",
                    f"  {cmp['emulator']}")
     first = [r for r in rows if r["trial"] == 0]

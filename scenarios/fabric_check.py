@@ -4,6 +4,7 @@ from dataclasses import dataclass
 from scenarios.common import add_fabric_arguments, at_least, fabric
 from testbed.errors import TestbedError
 from testbed.experiments.claims import Claim
+from testbed.report import figures
 
 NAME = "fabric_check"
 ACROSS_MACHINES = True     # --machines (machines.head)
@@ -51,5 +52,9 @@ def run(plan, experiment):
     experiment.headline.update({"pairs answering": reach["answered"] / reach["pairs"],
                                 "longest path goodput/link": check.single_flow,
                                 "parallel flows min goodput/link": check.parallel_min})
+    flows = [("longest path", check.summary["single_flow"])] + \
+        [(f"parallel {f['src']} -> {f['dst']}", f) for f in check.summary["parallel_flows"]["flows"]]
+    experiment.figure("flows.png", figures.intervals, [(label, f["ratio"], None, None) for label, f in flows],
+                      "goodput over what the flow's path carries", reference=0.85, fabric=topo.name)
     if not check.passed:
         experiment.failed = "the fabric check failed"

@@ -27,8 +27,7 @@ import statistics
 import time
 from dataclasses import dataclass
 
-from scenarios.common import at_least, names
-from testbed import api
+from scenarios.common import add_seed_argument, at_least, fabric, names, seed_of
 from testbed.api import Comm
 from testbed.collectives.data import ELEMENT_BYTES
 from testbed.collectives.placements import place
@@ -41,6 +40,7 @@ from testbed.errors import TestbedError
 from testbed.experiments.claims import Claim
 from testbed.experiments.job_trials import run_watched
 from testbed.fidelity.diagnosis import KINDS as FOUND_KINDS
+from testbed.report import figures
 from testbed.report.paired import Comparison, figure, interval, wilson
 from testbed.routing.hashing import Draw, Placer
 from testbed.topology import DEFAULT_QUEUE, DEFAULT_RATE, FORMS, HPN7, LeafSpine
@@ -97,7 +97,7 @@ def add_arguments(parser):
                         help="paired trials per design comparison (default %(default)s)")
     parser.add_argument("--react", action="store_true",
                         help="route around a link as soon as the detector names it slow, and report what that regains")
-    parser.add_argument("--seed", type=int, default=None, help="the faults' draws (default: a new one)")
+    add_seed_argument(parser, "the faults' draws")
 
 
 @dataclass(frozen=True)
@@ -146,7 +146,7 @@ def kinds_of(text):
 
 def prepare(args):
     specs = args.topology or list(FABRICS)
-    topos = [api.fabric(spec, rate=args.rate, queue=args.queue, mtu=args.mtu) for spec in specs]
+    topos = [fabric(args, spec) for spec in specs]
     at_least(args.trials, 0, "--trials")
     at_least(args.fault_free, 0, "--fault-free")
     at_least(args.design_trials, 2, "--design-trials", " (an interval needs two)")
@@ -160,7 +160,7 @@ def prepare(args):
                            f"use --stall-limit {args.fault_for + 5:g}")
     kinds = kinds_of(args.kinds)
     designs = [] if args.designs == "none" else names(args.designs, "--designs", DESIGNS)
-    seed = args.seed if args.seed is not None else int(time.time() * 1000) % 1_000_000
+    seed = seed_of(args)
     given = [faults.Fault.parse(text, lasting=args.fault_for) for text in args.inject or []]
     given = [_lasting(f, args.hang_for if f.kind == "hang-rank" else f.lasting) for f in given]
     rng, runs = random.Random(seed), []
@@ -541,3 +541,8 @@ def run(plan, experiment):
                                 "false alarms": wilson(sum(r["found"] != "none" for r in free_rows),
                                                        len(free_rows))[0]})
     experiment.say("\nsummary:", *[f"  {line}" for line in lines])
+    kinds = [k for k in KINDS + ("loss",) if any(r["injected"] == k for r in faulty_rows)]
+    located = [(f"{k} located", *wilson(sum(r["correct"] for r in faulty_rows if r["injected"] == k),
+                                         sum(r["injected"] == k for r in faulty_rows))) for k in kinds]
+    experiment.figure("located.png", figures.intervals, located, "share located (kind and place), 95% Wilson interval",
+                      reference=None, fabric=", ".join(dict.fromkeys(r["fabric"] for r in rows)))

@@ -13,7 +13,7 @@ ratio, printed beside what the paper reports.
 import time
 from dataclasses import dataclass
 
-from scenarios.common import add_plane_arguments, counts
+from scenarios.common import add_plane_arguments, add_seed_argument, counts, seed_of
 from testbed import routing
 from testbed.collectives.cross_segment import CrossSegmentJob, data_connections
 from testbed.collectives.data import ELEMENT_BYTES
@@ -23,6 +23,7 @@ from testbed.experiments.claims import Claim
 from testbed.experiments.trials import compare, model_trials
 from testbed.fidelity import predict
 from testbed.probes.loads import nic_downlink_split, tier_loads
+from testbed.report import figures
 from testbed.routing.hashing import Draw, Placer
 from testbed.topology import from_spec
 from testbed.topology.hpn7 import plane_forms
@@ -48,6 +49,8 @@ CLAIMS = (Claim("at 256 GPUs dual plane speeds up the cross-segment allreduce (g
           Claim("at 256 GPUs dual plane speeds up Multi-AllReduce (gain's 95% interval above zero)",
                 "256 GPUs multi: gain low", at_least=0.0))
 SMOKE = ("--gpus", "256", "--draws", "4")
+# the paper's figure as a range of gains, where it gives one ("up to" a figure: from 0 to it)
+PAPER_RANGE = {"goodput": (0.0, 0.716), "allreduce": (0.501, 0.637), "multi": (0.0, 1.582)}
 NOT_MODELLED = ("ToR downlink queues -91.8% with dual plane (production): a fluid model has no queues; "
                 "hpn7_planes measures them in the emulation")
 
@@ -61,7 +64,7 @@ def add_arguments(parser):
                         help="job sizes in accelerators, each split evenly over segments 0 and 1 "
                              "(default %(default)s: the paper's AllReduce runs)")
     parser.add_argument("--draws", type=int, default=20, help="hash draws per job size (default %(default)s)")
-    parser.add_argument("--seed", type=int, default=None, help="the first draw's seed (default: a new one)")
+    add_seed_argument(parser, "the first draw's seed")
 
 
 @dataclass
@@ -100,7 +103,7 @@ def prepare(args):
         raise TestbedError(f"--streams must be between 1 and 64 (got {args.streams})")
     if not 2 <= args.draws <= 10000:
         raise TestbedError(f"--draws must be between 2 and 10000 (got {args.draws}): an interval needs two")
-    seed = args.seed if args.seed is not None else int(time.time() * 1000) % 1_000_000
+    seed = seed_of(args)
     return Plan(forms, jobs, args.hash, args.bond, args.streams, args.draws, seed)
 
 
@@ -149,6 +152,7 @@ def run(plan, experiment):
     placers = dict(zip(FORMS, (Placer(form, routing.plan(form, "ecmp", plan.hash), plan.bond) for form in plan.forms)))
     topos = dict(zip(FORMS, plan.forms))
     experiment.about.update(seed=plan.seed, hash=plan.hash, bond=plan.bond, streams=plan.streams, summary=[])
+    drawn = []
     for gpus, servers in plan.jobs:
         started = time.monotonic()
 
@@ -166,13 +170,32 @@ def run(plan, experiment):
                        f"{plan.draws} draws in {time.monotonic() - started:.1f} s")
         for key, name in FIGURES:
             cmp = compare(rows, FORMS, key, name, 3, by="difference" if key in BY_DIFFERENCE else "ratio")
-            experiment.say(f"  {cmp.line()}\n      paper: {PAPER[key]}")
+            experiment.say(f"  {cmp.line()}\n      paper: {PAPER[key]}" + agreement(key, cmp))
+            drawn.append((f"{gpus} GPUs", name, cmp))
             experiment.about["summary"].append(dict(cmp.to_dict(), gpus=gpus, key=key, paper=PAPER[key]))
             experiment.results.append("hpn7_at_scale_summary.csv", summary_row(gpus, key, name, cmp))
             if key in ("goodput", "allreduce", "multi"):
                 experiment.headline.update(cmp.headline(f"{gpus} GPUs {key}"))
+    experiment.figure("gains.png", figures.gains, drawn, fabric=single.name)
     experiment.say(f"\nmodelled in {experiment.seconds} s (flows: the job's hosts to their counterparts; agg->tor over "
                    f"every aggregation switch's links to the job's ToRs)\nnot modelled: {NOT_MODELLED}")
+
+
+def agreement(key, cmp):
+    """Whether the model's gain falls in the paper's range, where the paper gives one."""
+    if key not in PAPER_RANGE:
+        return ""
+    low, high = PAPER_RANGE[key]
+    gain = cmp.gain
+    if gain.n == 0 or gain.mean != gain.mean:
+        return ""
+    if gain.lo > high:
+        said = "above the paper's range"
+    elif gain.hi < low:
+        said = "below the paper's range"
+    else:
+        said = "within the paper's range" if low <= gain.mean <= high else "its interval meets the paper's range"
+    return f"; the model's gain {100 * gain.mean:+.0f}% is {said} ({100 * low:+.1f}% to {100 * high:+.1f}%)"
 
 
 def summary_row(gpus, key, name, cmp):

@@ -21,17 +21,18 @@ captured; from the paths the connections took, the flow model (``fidelity.predic
 the trial should have achieved; measured over model says whether the throughput follows from the
 placement. The gains of dual plane are paired ratios with 95% intervals (``report.paired``).
 """
-import time
 from dataclasses import dataclass
 
 from scenarios.common import (
     PlaneTrials,
     add_fabric_arguments,
     add_plane_arguments,
+    add_seed_argument,
     at_least,
     fabric,
     names,
     plane_options,
+    seed_of,
 )
 from testbed.api import Comm
 from testbed.api.sweep import check_sweep
@@ -68,8 +69,8 @@ def add_arguments(parser):
     parser.add_argument("--iters", type=int, default=3, help="allreduce iterations per trial (default %(default)s)")
     parser.add_argument("--duration", type=int, default=5, help="seconds of cross-segment flows (default %(default)s)")
     parser.add_argument("--trials", type=int, default=DEFAULT_TRIALS,
-                        help="paired trials, each on a fresh hash draw (default %(default)s: about 13 minutes)")
-    parser.add_argument("--seed", type=int, default=None, help="the first trial's draw (default: a new one)")
+                        help="paired trials, each on a fresh hash draw (default %(default)s)")
+    add_seed_argument(parser, "the first trial's draw")
     parser.add_argument("--job-servers", type=int, default=None,
                         help="the job's servers on each segment, from the first (default: all): fewer leave the "
                              "other servers' ToR ports without cross-segment traffic")
@@ -106,7 +107,7 @@ def prepare(args):
     if not 1 <= args.duration <= 600:
         raise TestbedError(f"--duration must be between 1 and 600 s (got {args.duration})")
     source = getattr(base, "origin", "")
-    seed = args.seed if args.seed is not None else int(time.time() * 1000) % 1_000_000
+    seed = seed_of(args)
     return Plan(forms, args.mtu, args.hash, args.bond, args.bytes, iters, streams, trials, seed,
                 routing=args.routing, duration=args.duration, source=f"fabric {source}" if source else "",
                 workloads=workloads, servers=servers)

@@ -18,9 +18,17 @@ hashing puts them. The default fabric, two servers per segment, is one a 2-core 
 with four, the dual plane's Multi-AllReduce (16 ranks sending at once) saturated the machine in
 11 of 12 trials.
 """
-import time
 
-from scenarios.common import PlaneTrials, add_fabric_arguments, add_plane_arguments, at_least, fabric, plane_options
+from scenarios.common import (
+    PlaneTrials,
+    add_fabric_arguments,
+    add_plane_arguments,
+    add_seed_argument,
+    at_least,
+    fabric,
+    plane_options,
+    seed_of,
+)
 from testbed.api import Comm
 from testbed.api.sweep import check_sweep
 from testbed.collectives.data import ELEMENT_BYTES
@@ -56,8 +64,8 @@ def add_arguments(parser):
     parser.add_argument("--bytes", type=int, default=1 << 20, help="allreduce message size (default %(default)s)")
     parser.add_argument("--iters", type=int, default=3, help="timed iterations per case (default %(default)s)")
     parser.add_argument("--trials", type=int, default=12,
-                        help="paired trials, each on a fresh hash draw (default %(default)s: about 10 minutes)")
-    parser.add_argument("--seed", type=int, default=None, help="the first trial's draw (default: a new one)")
+                        help="paired trials, each on a fresh hash draw (default %(default)s)")
+    add_seed_argument(parser, "the first trial's draw")
 
 
 Plan = PlaneTrials
@@ -83,7 +91,7 @@ def prepare(args):
     iters = at_least(args.iters, 1, "--iters")
     trials = at_least(args.trials, 2, "--trials", " (an interval needs two)")
     check_sweep([args.bytes], len(base.hosts), 6 * trials, base.bytes_per_s, 1, iters)
-    seed = args.seed if args.seed is not None else int(time.time() * 1000) % 1_000_000
+    seed = seed_of(args)
     return Plan(forms, args.mtu, args.hash, args.bond, args.bytes, iters, streams, trials, seed,
                 routing=args.routing)
 

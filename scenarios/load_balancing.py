@@ -21,11 +21,10 @@ is a paired ratio with its 95% interval. The flow model then runs the streams an
 a fabric of the papers' scale (`--model-topology`) over many draws, beside the published figures.
 """
 import statistics
-import time
 from dataclasses import dataclass
 
-from scenarios.common import add_fabric_arguments, at_least, counts, names
-from testbed import api, routing
+from scenarios.common import add_fabric_arguments, add_seed_argument, at_least, counts, fabric, names, positive, seed_of
+from testbed import routing
 from testbed.api import Comm
 from testbed.api.jobs import Job
 from testbed.collectives import workload as workloads
@@ -37,6 +36,7 @@ from testbed.experiments.claims import Claim
 from testbed.experiments.trials import Form, compare, run_trials
 from testbed.fidelity import predict
 from testbed.fidelity.verdict import describe_all
+from testbed.report import figures
 from testbed.routing.hashing import Draw, Placer
 from testbed.topology import HPN7, LeafSpine, from_spec
 from testbed.topology.uplinks import faster_uplinks
@@ -55,7 +55,7 @@ CLAIMS = (Claim("four connections per peer raise HD's busbw on the ECMP Clos (Me
                 "leafspine:4,4,4 allreduce streams-4: gain", at_least=0.05),
           Claim("pinned paths carry HD on the Clos at least as well as ECMP", "leafspine:4,4,4 allreduce pinned: gain",
                 at_least=0.0))
-SMOKE = ("--also", "none", "--schemes", "streams,pinned", "--streams", "4", "--collectives", "allreduce",
+SMOKE = ("--also", "none", "--schemes", "streams,pinned", "--stream-counts", "4", "--collectives", "allreduce",
          "--railonly", "none", "--trials", "3", "--model-draws", "2")
 
 
@@ -66,7 +66,7 @@ def add_arguments(parser):
                              "--topology); repeatable")
     parser.add_argument("--schemes", default=",".join(SCHEMES),
                         help="comma-separated, from " + ", ".join(SCHEMES) + " (default: all; ECMP always runs)")
-    parser.add_argument("--streams", default="2,4,8,16",
+    parser.add_argument("--stream-counts", default="2,4,8,16",
                         help="connections per peer the streams scheme tries (default %(default)s)")
     parser.add_argument("--allocated", type=float, default=0.5,
                         help="the share of each rack's hosts a partly allocated job gets (default %(default)s)")
@@ -89,7 +89,7 @@ def add_arguments(parser):
                         help="H,R[,U]: the rail-only fabric (H servers of R accelerators, scale-up links U times a "
                              "NIC's rate) compared with a rail-optimised one of the same size, or none "
                              "(default %(default)s)")
-    parser.add_argument("--seed", type=int, default=None, help="the first trial's draw (default: a new one)")
+    add_seed_argument(parser, "the first trial's draw")
 
 
 @dataclass(frozen=True)
@@ -126,7 +126,7 @@ def rail_forms(text, args):
     """(rail-only, rail-optimised of the same size: HPN7, one segment, a ToR per rail, non-blocking)."""
     if text == "none":
         return ()
-    rail = api.fabric(f"railonly:{text}", rate=args.rate, queue=args.queue, delay=args.delay, mtu=args.mtu)
+    rail = fabric(args, f"railonly:{text}", "--railonly")
     aggs = 2
     optimised = HPN7(1, rail.servers, rail.rails, aggs, planes=1, tors=1, uplink_ratio=rail.servers / aggs,
                      rate=args.rate, queue=args.queue, delay=args.delay)
@@ -151,18 +151,20 @@ def part_of_racks(topo, share):
 
 
 def prepare(args):
+    positive(args, "workload_gbit")
+    at_least(args.bytes, ELEMENT_BYTES * 16, "--bytes")
     specs = [args.topology] + ([] if args.also == ["none"] else (args.also or [FABRICS[1]]))
     schemes = tuple(names(args.schemes, "--schemes", SCHEMES))
-    streams = counts(args.streams, "--streams")
+    streams = counts(args.stream_counts, "--stream-counts")
     if max(streams) > 16:
-        raise TestbedError(f"--streams: at most 16 connections per peer (got {max(streams)})")
+        raise TestbedError(f"--stream-counts: at most 16 connections per peer (got {max(streams)})")
     collectives = names(args.collectives, "--collectives", VARIANTS)
     if not 0 < args.allocated < 1:
         raise TestbedError("--allocated must be between 0 and 1: the share of each rack a job gets "
                            f"(got {args.allocated})")
     fabrics = []
-    for spec in specs:
-        topo = api.fabric(spec, rate=args.rate, queue=args.queue, delay=args.delay, mtu=args.mtu)
+    for k, spec in enumerate(specs):
+        topo = fabric(args, spec, "--topology" if k == 0 else "--also")
         hosts = sorted(topo.hosts, key=lambda h: topo.hosts[h].index)
         if len(hosts) & (len(hosts) - 1):
             raise TestbedError(f"{spec}: HD needs a power-of-two host count (got {len(hosts)})")
@@ -177,15 +179,12 @@ def prepare(args):
         fabrics.append(Fabric(spec, topo, uplinks, {"all": hosts, "part": part}))
     workload = None
     if args.workload:
-        if not args.workload_gbit > 0:
-            raise TestbedError(f"--workload-gbit must be positive (got {args.workload_gbit:g})")
         read = workloads.read(args.workload)
         for f in fabrics:
             if read.groups().gpus > len(f.topo.hosts):
                 raise TestbedError(f"--workload {args.workload} needs {read.groups().gpus} GPUs, {f.label} has "
                                    f"{len(f.topo.hosts)}")
         workload = (args.workload, read, args.rate * 1e6 / (args.workload_gbit * 1e9))
-    at_least(args.bytes, ELEMENT_BYTES * 16, "--bytes")
     model_topo = from_spec(args.model_topology, rate=args.rate, queue=args.queue)     # modelled, never emulated
     rails = rail_forms(args.railonly, args)
     for topo in rails:
@@ -195,26 +194,26 @@ def prepare(args):
         for collective in collectives:
             schedule, hosts = place(VARIANTS[collective], topo, collective)
             schedule.check_count(len(hosts), args.bytes // ELEMENT_BYTES)
-    seed = args.seed if args.seed is not None else int(time.time() * 1000) % 1_000_000
+    seed = seed_of(args)
     return Plan(fabrics, args.mtu, schemes, streams, collectives, workload, args.bytes,
                 at_least(args.iters, 1, "--iters"), at_least(args.trials, 2, "--trials", " (an interval needs two)"),
                 seed, model_topo, at_least(args.model_draws, 2, "--model-draws"), rails)
 
 
 # --- measuring -------------------------------------------------------------------------------
-def builds(plan, fabric):
+def builds(plan, fab):
     """[(build label, fabric, routing, [(scheme, job, streams)])] of one fabric in a trial."""
     ecmp = [("ecmp", "all", 1)] + ([(f"streams-{n}", "all", n) for n in plan.streams if n > 1]
                                    if "streams" in plan.schemes else [])
     if "pinned" in plan.schemes:
         ecmp.append(("ecmp-part", "part", 1))
-    out = [("ecmp", fabric.topo, "ecmp", ecmp)]
+    out = [("ecmp", fab.topo, "ecmp", ecmp)]
     if "uplinks" in plan.schemes:
-        out.append(("uplinks-2x", fabric.uplinks, "ecmp", [("uplinks-2x", "all", 1)]))
+        out.append(("uplinks-2x", fab.uplinks, "ecmp", [("uplinks-2x", "all", 1)]))
     if "pinned" in plan.schemes:
-        out.append(("pinned", fabric.topo, "pinned", [("pinned", "all", 1), ("pinned-part", "part", 1)]))
+        out.append(("pinned", fab.topo, "pinned", [("pinned", "all", 1), ("pinned-part", "part", 1)]))
     if "planned" in plan.schemes:
-        out.append(("planned", fabric.topo, "planned", [("planned", "all", 1)]))
+        out.append(("planned", fab.topo, "planned", [("planned", "all", 1)]))
     return out
 
 
@@ -222,34 +221,37 @@ def forms(plan):
     """Every build of a trial as a form of the shared runner, with what it measures: {label:
     (form, measure(emu, draw) -> rows)}; the rail comparison's two fabrics last."""
     out = {}
-    for k, fabric in enumerate(plan.fabrics_):
-        for label, topo, routing_mode, measured in builds(plan, fabric):
+    for k, fab in enumerate(plan.fabrics_):
+        for label, topo, routing_mode, measured in builds(plan, fab):
             out[f"{k}-{label}"] = (Form(f"{k}-{label}", topo, routing_mode),
-                                   lambda emu, draw, f=fabric, m=measured: measure_build(emu, plan, f, m, draw))
+                                   lambda emu, draw, trial, f=fab, m=measured: measure_build(emu, plan, f, m, draw,
+                                                                                             trial))
     for label, topo in zip(("rail-only", "rail-optimised"), plan.rails):
         out[label] = (Form(label, topo, "deterministic" if label == "rail-only" else "ecmp"),
-                      lambda emu, draw, label=label: measure_rails(emu, plan, label, draw))
+                      lambda emu, draw, trial, label=label: measure_rails(emu, plan, label, draw))
     return out
 
 
-def measure_build(emu, plan, fabric, measured, draw):
-    """Every (scheme, job, streams) of one build, for each collective (and the workload)."""
-    for scheme, job, streams in measured:
-        hosts = fabric.jobs[job]
+def measure_build(emu, plan, fab, measured, draw, trial):
+    """Every (scheme, job, streams) of one build, for each collective (and the workload); in odd
+    trials in the reverse order, so that a drift of the machine within a build (ECMP first, then
+    streams-2..16) falls on every scheme alike."""
+    for scheme, job, streams in (measured if trial % 2 == 0 else measured[::-1]):
+        hosts = fab.jobs[job]
         for collective in plan.collectives:
             schedule, _ = place(VARIANTS[collective], emu.topo, collective)
             comm = Comm(schedule, tuple(hosts), streams, f"{collective} {scheme}")
             got = emu.collectives([comm], plan.size, iters=plan.iters, draw=draw,
                                   name=f"{scheme}-{collective}")
-            yield dict(got.rows[0], fabric=fabric.label, scheme=scheme, job=job, streams=streams,
+            yield dict(got.rows[0], fabric=fab.label, scheme=scheme, job=job, streams=streams,
                        workload=collective)
         if plan.workload is not None:
             name, read, scale = plan.workload
             groups = read.groups()
-            job_hosts = tuple(fabric.jobs["all"][:groups.gpus])
+            job_hosts = tuple(fab.jobs["all"][:groups.gpus])
             row = emu.jobs([Job(f"workload {scheme}", read, groups, job_hosts, scale, streams=streams,
                                 family="hd")], iters=plan.iters, draws=[draw])[0]
-            yield dict(row, fabric=fabric.label, scheme=scheme, job=job, streams=streams, workload="workload",
+            yield dict(row, fabric=fab.label, scheme=scheme, job=job, streams=streams, workload="workload",
                        busbw_over_link=None,
                        iteration_inverse=1 / row["iteration_s"] if row.get("iteration_s") else None)
 
@@ -280,19 +282,43 @@ def baseline(scheme):
     return "ecmp-part" if scheme == "pinned-part" else "ecmp"
 
 
+def usable(row):
+    """A row a comparison counts: not one the verdict found the emulator's (CPU saturated)."""
+    return not row.get("emulator_bottleneck")
+
+
 def comparisons(plan, rows):
+    """Each scheme against its ECMP baseline, per fabric and workload, paired by trial, over the
+    rows the emulator did not bound (a trial with one left out is named in the comparison's line)."""
     out = []
-    for fabric in plan.fabrics_:
-        mine = [r for r in rows if r["fabric"] == fabric.label and r["fabric"] != "rails"]
+    for fab in plan.fabrics_:
+        mine = [r for r in rows if r["fabric"] == fab.label and r["fabric"] != "rails"]
         schemes = list(dict.fromkeys(r["scheme"] for r in mine if r["scheme"] not in ("ecmp", "ecmp-part")))
         for workload in dict.fromkeys(r["workload"] for r in mine):
             key = "iteration_inverse" if workload == "workload" else "busbw_over_link"
             these = [r for r in mine if r["workload"] == workload]
             for scheme in schemes:
-                out.append((fabric.label, workload, scheme,
+                out.append((fab.label, workload, scheme,
                             compare(these, (baseline(scheme), scheme), key,
-                                    f"{fabric.label} {workload} {key.replace('_', ' ')}", 3)))
+                                    f"{fab.label} {workload} {key.replace('_', ' ')}", 3, where=usable)))
     return out
+
+
+def spread_lines(plan, rows):
+    """ECMP's own draw-to-draw spread, per fabric and workload: pairing cancels what both forms of a
+    trial share, not the hash luck only ECMP has."""
+    lines = []
+    for fab in plan.fabrics_:
+        for workload in dict.fromkeys(r["workload"] for r in rows if r["fabric"] == fab.label):
+            key = "iteration_inverse" if workload == "workload" else "busbw_over_link"
+            values = sorted(r[key] for r in rows if (r["fabric"], r["workload"], r["scheme"]) ==
+                            (fab.label, workload, "ecmp") and r.get(key) is not None)
+            if len(values) > 1:
+                mean = statistics.mean(values)
+                lines.append(f"  {fab.label} {workload}: ECMP's {key.replace('_', ' ')} {mean:.3f} over {len(values)} "
+                             f"draws, range {values[0]:.3f}-{values[-1]:.3f} (coefficient of variation "
+                             f"{statistics.stdev(values) / mean:.0%})")
+    return (["ECMP's own spread from draw to draw (the luck a gain over ECMP carries):"] + lines) if lines else []
 
 
 # --- the model at the papers' scale ------------------------------------------------------------
@@ -361,18 +387,21 @@ def run(plan, experiment):
     experiment.about["seed"] = plan.seed
     built = forms(plan)
     # the runner's form is the build; a comparison's is the scheme
-    run_trials(experiment, [form for form, _ in built.values()], trials=plan.trials, seed=plan.seed,
-               measure=lambda emu, form, draw, trial, folder: built[form.label][1](emu, draw), mtu=plan.mtu,
-               check=False, on_row=lambda row: experiment.row(dict(row, form=row["scheme"]), line(row),
-                                                              csv="load_balancing.csv"))
+    _, checks = run_trials(experiment, [form for form, _ in built.values()], trials=plan.trials, seed=plan.seed,
+                           measure=lambda emu, form, draw, trial, folder: built[form.label][1](emu, draw, trial),
+                           mtu=plan.mtu, on_row=lambda row: experiment.row(dict(row, form=row["scheme"]), line(row),
+                                                                           csv="load_balancing.csv"))
     rows = experiment.rows
     compared = comparisons(plan, rows)
     experiment.about["summary"] = [dict(c.to_dict(), fabric=f, workload=w, scheme=s) for f, w, s, c in compared]
     for f, w, s, c in compared:
         experiment.headline.update(c.headline(f"{f} {w} {s}"))
+    bound = [r for r in rows if not usable(r)]
     lines = ["gain over ECMP with one connection per peer (pinned-part: over ECMP on the same part of the racks), "
-             "paired by trial, mean [95% interval]:"]
+             "paired by trial, mean [95% interval]" + (f"; {len(bound)} rows the emulator bounded (CPU saturated) "
+                                                        "are left out" if bound else "") + ":"]
     lines += [f"  {s:12s} {c.line()}" for _, _, s, c in compared]
+    lines += spread_lines(plan, rows)
     ratios = [r["measured_over_model"] for r in rows if r.get("measured_over_model") is not None]
     if ratios:
         lines.append(f"measured/model per run: median {statistics.median(ratios):.2f} (range {min(ratios):.2f}-"
@@ -382,4 +411,8 @@ def run(plan, experiment):
     lines.append(describe_all([r for r in rows if "emulator_bottleneck" in r],
                               lambda r: f"trial {r['trial']} {r['fabric']} {r['scheme']} {r['workload']}"))
     lines.append(f"#wrong over every iteration: {experiment.wrong}")
+    lines.append("fabric check: " + ", ".join(f"{label} {'PASS' if c.passed else 'FAIL'}"
+                                              for label, c in checks.items()))
     experiment.say("\nsummary:", *[f"  {line}" for line in lines])
+    experiment.figure("gains.png", figures.gains, [(f"{f} {w}", s, c) for f, w, s, c in compared],
+                      fabric=", ".join(f.label for f in plan.fabrics_))

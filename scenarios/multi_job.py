@@ -36,9 +36,12 @@ from pathlib import Path
 from scenarios.common import (
     add_fabric_arguments,
     add_scheme_arguments,
+    add_seed_argument,
     at_least,
     fabric,
     names,
+    positive,
+    seed_of,
     streams_option,
     with_uplinks,
 )
@@ -87,9 +90,9 @@ def add_arguments(parser):
     parser.add_argument("--priority", choices=PRIORITIES, default="strict",
                         help="the switch ports' traffic classes under the priority scheme (default %(default)s)")
     parser.add_argument("--trials", type=int, default=4,
-                        help="paired trials, each on fresh hash draws (default %(default)s: about 25 minutes)")
+                        help="paired trials, each on fresh hash draws (default %(default)s)")
     parser.add_argument("--iters", type=int, default=3, help="timed iterations per run (default %(default)s)")
-    parser.add_argument("--seed", type=int, default=None, help="the first trial's draws (default: a new one)")
+    add_seed_argument(parser, "the first trial's draws")
     parser.add_argument("--workload-gbit", type=float, default=400.0,
                         help="the link rate a workload file was made for, Gbit/s (default %(default)s)")
     parser.add_argument("--model-draws", type=int, default=10,
@@ -132,8 +135,6 @@ def job_of(spec, topo, args):
         if ranks < 2 or size < 4 * ranks or not 0 <= compute_ms <= 60000:
             raise TestbedError(f"--job {spec}: 2 ranks or more, 4 bytes per rank or more, 0 to 60000 ms of compute")
         return spec, workloads.data_parallel(ranks, size, compute_ms / 1e3), 1.0
-    if not args.workload_gbit > 0:
-        raise TestbedError(f"--workload-gbit must be positive (got {args.workload_gbit:g})")
     return Path(spec).name, workloads.read(spec), args.rate * 1e6 / (args.workload_gbit * 1e9)
 
 
@@ -154,17 +155,16 @@ def placements_of(text, topo, sizes, seed):
 
 
 def prepare(args):
+    positive(args, "workload_gbit", "scaleup_gbit")
     topo = with_uplinks(fabric(args), args)
     streams = streams_option(args)
     specs = args.job or list(DEFAULT_JOBS)
     if len(specs) < 2:
         raise TestbedError("multi_job needs two jobs or more: give --job twice or more")
-    seed = args.seed if args.seed is not None else int(time.time() * 1000) % 1_000_000
+    seed = seed_of(args)
     made = [job_of(spec, topo, args) for spec in specs]
     groups = [w.groups() for _, w, _ in made]
     hosts = placements_of(args.placement, topo, [g.gpus for g in groups], seed)
-    if not args.scaleup_gbit > 0:
-        raise TestbedError(f"--scaleup-gbit must be positive (got {args.scaleup_gbit:g})")
     jobs = [Job(f"job{k} {name}", w, g, tuple(h), scale, args.scaleup_gbit, "ring", port=7000 + 256 * k,
                 streams=streams)
             for k, ((name, w, scale), g, h) in enumerate(zip(made, groups, hosts))]

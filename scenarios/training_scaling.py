@@ -23,7 +23,16 @@ and inside servers, beside what the same collectives over all the ranks would pu
 """
 from dataclasses import dataclass
 
-from scenarios.common import add_fabric_arguments, add_scheme_arguments, at_least, counts, names
+from scenarios.common import (
+    add_fabric_arguments,
+    add_scheme_arguments,
+    add_seed_argument,
+    at_least,
+    counts,
+    names,
+    positive,
+    seed_of,
+)
 from testbed.api.fabric import check_delay
 from testbed.api.jobs import NVLINK_GBIT, Job, bus_bytes
 from testbed.api.sweep import check_memory
@@ -41,6 +50,7 @@ from testbed.experiments.claims import Claim
 from testbed.experiments.trials import Form, run_once
 from testbed.fidelity.verdict import describe_all, flag
 from testbed.report import figures
+from testbed.routing.hashing import Draw
 from testbed.topology import HPN7, BiGraph, LeafSpine
 from testbed.topology.uplinks import faster_uplinks
 
@@ -81,6 +91,8 @@ def add_arguments(parser):
                              "group inside one server is modelled at it (default %(default)s: H100's NVLink)")
     # for clos-ecmp-hd and hpn7-ring; planned is left out: it moves flows while iterations are timed
     add_scheme_arguments(parser, routings=("ecmp", "pinned"), uplinks=True)
+    add_seed_argument(parser, "the connections' source ports (a hash draw: the paths ECMP gives clos-ecmp-hd and "
+                              "hpn7-ring)")
 
 
 def system_fabric(system, ranks, rate, queue, delay, routing="ecmp", uplink_ratio=1):
@@ -121,6 +133,8 @@ class Plan:
     scale: float = 1.0        # workload sizes here over as written
     jobs: dict = None         # {(system, ranks): api.jobs.Job} of a workload's replay
     schemes: str = ""         # the ECMP systems' routing and uplinks when not ECMP's and 1x
+    seed: int = 0
+    workload_gbit: float = 400.0
 
     @property
     def fabrics(self):
@@ -139,6 +153,7 @@ def rank_counts(args, workload):
 
 
 def prepare(args):
+    positive(args, "workload_gbit", "scaleup_gbit")
     check_mtu(args.mtu)
     check_link_rate(args.rate)
     if args.topology != "(per system)":
@@ -174,9 +189,6 @@ def prepare(args):
     compute = compute_seconds(size, base, points[0][2].bytes_per_s, args.comm_share)
     jobs, scale = {}, 1.0
     if workload is not None:
-        for option in ("workload_gbit", "scaleup_gbit"):
-            if not getattr(args, option) > 0:
-                raise TestbedError(f"--{option.replace('_', '-')} must be positive (got {getattr(args, option):g})")
         scale = args.rate * 1e6 / (args.workload_gbit * 1e9)
         compute = workload.compute_s()
         for system, n, topo, _, _, (_, hosts) in points:
@@ -195,7 +207,8 @@ def prepare(args):
     schemes = "" if (args.routing, args.uplink_ratio) == ("ecmp", 1) else \
         f"routing {args.routing}, uplinks {args.uplink_ratio}x as fast and {args.uplink_ratio}x fewer"
     return Plan(points, args.mtu, size, compute, at_least(args.iters, 1, "--iters"),
-                at_least(args.batch, 1, "--batch"), base, workload, scale, jobs, schemes)
+                at_least(args.batch, 1, "--batch"), base, workload, scale, jobs, schemes, seed_of(args),
+                args.workload_gbit)
 
 
 def job_hosts(system, topo, hosts, ranks):
@@ -227,9 +240,28 @@ def group_lines(row):
     return lines
 
 
+BYTES_DOMINATE = 64 << 10     # a collective this large or larger is mostly bytes on the wire here, not steps
+
+
+def scale_note(plan):
+    """The replay's scale said first: at the default --workload-gbit every collective shrinks to a
+    few hundred bytes, and a kind's time is then the emulator's per-step latency, not its bytes."""
+    largest = max((scaled_count(size, job.scale, job.parallelism.size(kind)) * ELEMENT_BYTES, size)
+                  for job in plan.jobs.values() for _, _, _, kind, size in job.phases()[0])
+    scaled, written = largest
+    if scaled >= BYTES_DOMINATE:
+        return [f"# the largest collective replayed is {scaled} B ({written} B as written): bytes dominate its time"]
+    rate_gbit = plan.scale * plan.workload_gbit
+    needed = rate_gbit * written / BYTES_DOMINATE
+    return [f"# NOTE: at this scale the largest collective replayed is {scaled} B ({written} B as written x "
+            f"{plan.scale:.3g}): every kind's time is mostly the emulator's per-step latency, not its bytes; "
+            f"--workload-gbit {needed:.3g} or less makes it {BYTES_DOMINATE >> 10} KiB (iterations then last longer)"]
+
+
 def run(plan, experiment):
     if plan.workload:
         w = plan.workload
+        experiment.header(*scale_note(plan))
         experiment.header(
             f"# {NAME}: workload {w.path} ({w.parallelism}, {len(w.layers)} layers, collectives "
             f"{', '.join(w.collectives())}), sizes x {plan.scale:.3g} (--rate over --workload-gbit), "
@@ -243,7 +275,8 @@ def run(plan, experiment):
                           f"rank; N0 = {plan.base}")
     if plan.schemes:
         experiment.header(f"#   clos-ecmp-hd and hpn7-ring: {plan.schemes}")
-    experiment.header("# system           ranks  iteration(ms)  samples/s  linear ratio  #wrong  emulator")
+    experiment.header(f"# connections' source ports from seed {plan.seed}",
+                      "# system           ranks  iteration(ms)  samples/s  linear ratio  #wrong  emulator")
     experiment.about.update(gradient_bytes=plan.gradient_bytes, compute_s=plan.compute_s, base_ranks=plan.base)
     base = {}
 
@@ -251,12 +284,12 @@ def run(plan, experiment):
         system, ranks, topo, mode, variant, (schedule, hosts) = points[form.label]
         if plan.workload:
             job = plan.jobs[system, ranks]
-            (row,) = emu.jobs([job], iters=plan.iters)
+            (row,) = emu.jobs([job], iters=plan.iters, draws=[Draw(plan.seed)])
             row.update(samples_per_s=round(ranks * plan.batch / row["iteration_s"], 2),
                        all_ranks_fabric_bytes=all_ranks_bytes(job))
         else:
             row = train(emu.emulation, schedule, hosts, plan.gradient_bytes, plan.compute_s, plan.iters,
-                        plan.batch, f"{system} N={ranks}")
+                        plan.batch, f"{system} N={ranks}", Draw(plan.seed))
         base.setdefault(system, (row["samples_per_s"], ranks))
         yield dict(row, system=system, ranks=ranks, fabric=topo.name, variant=variant,
                    linear_ratio=round(linear_ratio(row["samples_per_s"], ranks, *base[system]), 3))

@@ -59,7 +59,7 @@ def test_each_trial_builds_every_scheme_and_the_ecmp_runs_it_is_compared_with():
 
 def test_the_model_runs_every_scheme_it_can_at_the_papers_scale_beside_their_figures():
     args = run_scenario.parser().parse_args(["load_balancing", "--seed", "2", "--model-draws", "2",
-                                             "--model-topology", "leafspine:4,8,8", "--streams", "4"])
+                                             "--model-topology", "leafspine:4,8,8", "--stream-counts", "4"])
     lines = lb.scale_model_lines(lb.prepare(args))
     said = "\n".join(lines)
     for label in ("model streams-4", "model uplinks-2x", "model pinned-part"):

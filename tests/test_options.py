@@ -5,8 +5,11 @@ import sys
 
 import pytest
 
+import run_scenario
+from scenarios import SCENARIOS
 from testbed.emulation import capacity, preflight
 from testbed.emulation.processes import PROJECT
+from testbed.emulation.settings import RunSettings
 from testbed.errors import TestbedError
 from testbed.topology import BiGraph
 
@@ -91,8 +94,8 @@ BAD = [  # (options, what the one line must say); every scenario's options, buil
     (["incast", "--probe-interval", "0"], "--probe-interval must be between"),
     (["ecmp_collisions", "--clos", "leafspine:2,2,2"], "same host count"),
     (["ecmp_collisions", "--trials", "1"], "--trials must be at least 2 (an interval needs two)"),
-    (["ecmp_collisions", "--workload", "alltoall", "--bytes", "1000"], "whole number of 16-element blocks"),
-    (["ecmp_collisions", "--workload", "gather"], "invalid choice: 'gather'"),
+    (["ecmp_collisions", "--collective", "alltoall", "--bytes", "1000"], "whole number of 16-element blocks"),
+    (["ecmp_collisions", "--collective", "gather"], "invalid choice: 'gather'"),
     (["collectives", "--algorithms", "alltoall=ring"], "unknown ring: use one or more of pairwise, xor"),
     (["collectives", "--algorithms", "gather=ring"], "write COLLECTIVE=A,B"),
     (["collectives", "--collectives", "alltoall", "--algorithms", "allgather=ring"], "add it there"),
@@ -163,8 +166,8 @@ BAD = [  # (options, what the one line must say); every scenario's options, buil
     (["fault_localisation", "--hang-for", "9"], "--hang-for must be between 0.2 s and --fault-for"),
     (["fault_localisation", "--topology", "bigraph:2,7"], "BiGraph needs an even switch count"),
     (["load_balancing", "--schemes", "magic"], "--schemes: unknown magic"),
-    (["load_balancing", "--streams", "1,32"], "at most 16 connections per peer"),
-    (["load_balancing", "--streams", ""], "--streams needs one or more positive whole numbers"),
+    (["load_balancing", "--stream-counts", "1,32"], "at most 16 connections per peer"),
+    (["load_balancing", "--stream-counts", ""], "--stream-counts needs one or more positive whole numbers"),
     (["load_balancing", "--allocated", "1.5"], "--allocated must be between 0 and 1"),
     (["load_balancing", "--topology", "leafspine:4,3,4", "--also", "none"],
      "uplinks-2x divides the spines by 2: give a spine count that 2 divides"),
@@ -210,3 +213,19 @@ def test_any_python3_runs_the_scenarios_through_the_projects_venv(tmp_path):
     bare = subprocess.run([system, "run_scenario.py", "--list"], cwd=tmp_path, capture_output=True, text=True,
                           timeout=60)
     assert bare.returncode == 2 and bare.stderr.count("\n") == 1 and "sudo ./setup.sh" in bare.stderr
+
+
+def numeric_options():
+    """(scenario, option) for every int or float option of every scenario."""
+    subs = next(a for a in run_scenario.parser()._actions if a.dest == "scenario").choices
+    return [(name, a.option_strings[0]) for name, sub in subs.items() for a in sub._actions
+            if a.type in (int, float) and a.option_strings and not a.choices]     # argparse refuses a non-choice
+
+
+@pytest.mark.parametrize("name, option", numeric_options())
+def test_every_numeric_option_refuses_a_negative_value_in_one_line(name, option):
+    args = run_scenario.parser().parse_args([name, option, "-1"])
+    with pytest.raises(TestbedError) as e:
+        RunSettings(slots=args.slots, cpu_placement=args.cpu_placement)      # the run's settings, checked first
+        SCENARIOS[name].prepare(args)
+    assert "\n" not in str(e.value) and option.lstrip("-").split("-")[0] in str(e.value)

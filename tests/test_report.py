@@ -31,11 +31,13 @@ def test_report_tells_the_run_on_its_own(tmp_path):
     plots.busbw_by_size([row], tmp_path / "sub" / "busbw.png", 10)
     plan = SimpleNamespace(fabrics=[BiGraph(2, 8)], mtu=9000)
     printed = "  hdrm  1024 ... ok\nfabric check PASS\nemulator was not the bottleneck (ovs-vswitchd 0.2 cores)\n"
-    path = markdown.write(folder, "bigraph_allreduce", ["--iters", "3"], "complete", plan, {"iters": 3},
-                          "user", "3.1", printed)
+    printed = "# algorithm  size  busbw/link  emulator\n" + printed
+    path = markdown.write(folder, "bigraph_allreduce", "run_scenario.py bigraph_allreduce --iters 3", "complete",
+                          plan, {"iters": 3, "machines": None}, "user", "3.1", printed)
     text = path.read_text()
     assert text.startswith("# bigraph_allreduce: complete")
-    assert "`run_scenario.py --iters 3`" in text and "`--iters 3`" in text
+    assert "rerun it with `sudo python3 run_scenario.py bigraph_allreduce --iters 3`" in text and "`--iters 3`" in text
+    assert "--machines" not in text and "- # algorithm" not in text       # no option it lacked, no table header
     assert "BiGraph(m=2, n=8" in text and "MTU 9000" in text and "userspace" in text and "open vswitch 3.1" in text
     assert "- emulator was not the bottleneck" in text and "- fabric check PASS" in text
     assert "| algorithm | size | busbw_over_link |" in text and "(10 more rows in `allreduce.csv`)" in text
@@ -51,7 +53,8 @@ def test_a_split_run_reports_its_slots(tmp_path):
 
     folder = RunFolder(tmp_path).create()
     plan = SimpleNamespace(fabrics=[BiGraph(2, 8)], mtu=9000)
-    text = markdown.write(folder, "fabric_check", ["--slots", "2"], "complete", plan, {"slots": 2},
+    text = markdown.write(folder, "fabric_check", "run_scenario.py fabric_check --slots 2", "complete", plan,
+                          {"slots": 2},
                           "user", "3.1", "").read_text()
     assert "split into 2 slot(s) (switches+hosts: 4+8, 4+8), 8 link(s) cut of 16" in text
     assert "underlay of MTU 9050" in text

@@ -185,13 +185,13 @@ class Emulated:
                         "BOTTLENECK" if any(r["emulator_bottleneck"] for r in rows) else "ok")
 
     def collective_for(self, comm: together.Comm, size: int, seconds: float, *, events: Sequence = (),
-                       stall_limit: float = 20.0) -> dict:
+                       stall_limit: float = 20.0, draw: Draw | None = None) -> dict:
         """One collective's iterations back to back for `seconds`, while `events` (``link_failure``,
         ``switch_failure``) take links and switches down and back up: every iteration's start, end
         and #wrong, what stopped them early (ranks stalled past stall_limit), and the events as
-        they happened (see ``api.together.run_for``)."""
+        they happened (see ``api.together.run_for``); with a `draw`, its source ports."""
         comm.schedule.check_count(len(comm.hosts), size // ELEMENT_BYTES)
-        return together.run_for(self.emulation, comm, size // ELEMENT_BYTES, seconds, events, stall_limit)
+        return together.run_for(self.emulation, comm, size // ELEMENT_BYTES, seconds, events, stall_limit, draw)
 
     def watch(self, comm: together.Comm, size: int, *, draw: Draw | None = None, stall_limit: float = 15.0,
               interval: float = 0.02) -> Watch:

@@ -17,7 +17,7 @@ def run_fanins(emu, fanins, size, rounds, interval, on_fanin=None):
     rows, series = [], []
     for k in fanins:
         done, max_q, max_b, drops, diffs, bottleneck, mine = [], 0, 0, 0, [], False, []
-        peak_cores = 0.0
+        peak_cores, busiest = 0.0, {"busiest_core": 0.0, "busiest_core_name": "", "machine_busy": 0.0}
         for r in range(rounds):
             completion, queue, port, probes, cpu = one_round(emu, receiver, prober, senders[:k], size, interval)
             done += completion
@@ -27,6 +27,8 @@ def run_fanins(emu, fanins, size, rounds, interval, on_fanin=None):
             diffs += [abs(p - q) / frame for _, p, q in pairs]
             bottleneck |= cpu["emulator_bottleneck"]
             peak_cores = max(peak_cores, cpu["ovs_vswitchd_cores"])
+            if cpu["busiest_core"] >= busiest["busiest_core"]:     # the round whose busiest core was busiest
+                busiest = {key: cpu[key] for key in busiest}
             mine += [{"fanin": k, "round": r, "kind": "qdisc", "time": t, "packets": n, "bytes": b, "drops": d}
                      for t, n, b, d in queue.samples[port]]
             mine += [{"fanin": k, "round": r, "kind": "probe", "time": s, "packets": "", "bytes": round(p),
@@ -36,7 +38,8 @@ def run_fanins(emu, fanins, size, rounds, interval, on_fanin=None):
                "p99_done_ms": round(float(np.percentile(done, 99)) * 1e3, 1),
                "ideal_ms": round(k * size / link_bytes * 1e3, 1),
                "probe_qdisc_median_diff_frames": round(float(np.median(diffs)), 2) if diffs else None,
-               "probes": len(diffs), "emulator_bottleneck": bottleneck, "ovs_vswitchd_cores": peak_cores}
+               "probes": len(diffs), "emulator_bottleneck": bottleneck, "ovs_vswitchd_cores": peak_cores,
+               **busiest}
         rows.append(row)
         series += mine
         if on_fanin:

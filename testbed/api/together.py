@@ -156,15 +156,18 @@ def measure(emu, comms, counts, iters=3, warmup=1, draw=None, folder=None, timeo
     return rows, seen
 
 
-def run_for(emu, comm, count, seconds, events=(), stall_limit=20.0):
+def run_for(emu, comm, count, seconds, events=(), stall_limit=20.0, draw=None):
     """One collective's iterations back to back for `seconds` while `events` (emulation.events:
     links and switches down and up) happen on their time line: {"iterations": [{"start", "end",
     "time", "wrong"}], "error": what stopped them early (a stall past stall_limit), "start" and
     "end" of the time line (monotonic), "done": the events as they happened, "event_error", and
-    the CPU verdict}."""
+    the CPU verdict}. With a hash draw, the connections take its source ports."""
     addresses, launch = emulation_launcher(emu, list(comm.hosts), PORT)
+    conns = rank_connections(comm.schedule, list(comm.hosts), [p for _, p in addresses], comm.streams, draw) \
+        if draw else None
     with Coordinator(comm.schedule, addresses, launch, timeout=stall_limit, pacing=emu.topo.bytes_per_s,
-                     streams=comm.streams, label=comm.name, dscp=comm.dscp) as ranks:
+                     streams=comm.streams, label=comm.name, dscp=comm.dscp,
+                     source_ports=source_ports(conns) if conns else None) as ranks:
         ranks.iterate(count, 0, timeout=120)          # warmup: connections and windows
         with CpuMonitor() as cpu, Timeline(list(events)) as timeline:
             iterations, error = ranks.run_for(count, seconds, timeout=stall_limit + 60)

@@ -12,6 +12,7 @@ batch, so N ranks process N times the samples of one.
 
 import numpy as np
 
+from testbed.collectives.connections import rank_connections, source_ports
 from testbed.collectives.coordinator import Coordinator, emulation_launcher
 from testbed.collectives.data import ELEMENT_BYTES
 from testbed.emulation.cpu import CpuMonitor
@@ -23,12 +24,15 @@ def compute_seconds(gradient_bytes, ranks, link_bytes, share):
     return ideal * (1 - share) / share
 
 
-def train(emu, schedule, hosts, gradient_bytes, compute_s, iterations, batch, label):
+def train(emu, schedule, hosts, gradient_bytes, compute_s, iterations, batch, label, draw=None):
     """{"iteration_s" (mean), "samples_per_s", "times", "wrong"} and the CPU verdict of `iterations`
-    training iterations after one of warmup."""
+    training iterations after one of warmup; with a hash draw (``routing.hashing.Draw``), the
+    connections take its source ports."""
     count = gradient_bytes // ELEMENT_BYTES
-    with Coordinator(schedule.name, *emulation_launcher(emu, hosts), pacing=emu.topo.bytes_per_s,
-                     label=label) as ranks:
+    addresses, launch = emulation_launcher(emu, hosts)
+    ports = source_ports(rank_connections(schedule, hosts, [p for _, p in addresses], 1, draw)) if draw else None
+    with Coordinator(schedule.name, addresses, launch, pacing=emu.topo.bytes_per_s, label=label,
+                     source_ports=ports) as ranks:
         warmup = ranks.iterate(count, 0, 120, compute_s=compute_s)
         with CpuMonitor() as cpu:
             timed = ranks.iterate(count, 1, 120, repeat=iterations, compute_s=compute_s)

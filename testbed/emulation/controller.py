@@ -41,10 +41,6 @@ class Controller:
         tmp.write_text(json.dumps([list(end) for end in ends]))
         tmp.replace(self.drain_path)
 
-    def wait_ready(self, bridges, timeout=60.0):
-        """bridges: {bridge name: dpid}. Returns seconds waited; raises if not ready in time."""
-        return wait_for_rules(self.plan, bridges, self, timeout)
-
     def stop(self):
         if self.proc and self.proc.poll() is None:
             self.proc.terminate()

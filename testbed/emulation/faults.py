@@ -98,15 +98,19 @@ class Fault:
                 (f" for {self.lasting:g} s" if self.lasting else ""))
 
     def check(self, topo, ranks):
-        """Refuse, in one line, a place the fabric or the job does not have (before anything is built)."""
-        if self.kind in ("slow-link", "link-down", "flap", "loss"):
-            find_link(topo, self.where)
-        elif self.kind == "port-down":
-            port_link(topo, self.where)
-        elif self.kind == "switch-down":
-            find_switch(topo, self.where)
-        elif not self.where.isdigit() or int(self.where) >= ranks:
-            raise TestbedError(f"{self.kind}:{self.where}: the job's ranks are 0 to {ranks - 1}")
+        """Refuse, in one line naming --inject, a place the fabric or the job does not have (before
+        anything is built)."""
+        try:
+            if self.kind in ("slow-link", "link-down", "flap", "loss"):
+                find_link(topo, self.where)
+            elif self.kind == "port-down":
+                port_link(topo, self.where)
+            elif self.kind == "switch-down":
+                find_switch(topo, self.where)
+            elif not self.where.isdigit() or int(self.where) >= ranks:
+                raise TestbedError(f"the job's ranks are 0 to {ranks - 1}")
+        except TestbedError as e:
+            raise TestbedError(f"--inject {self.kind}:{self.where}: {e}") from None
         return self
 
     def events(self, emu, rank_pids=None, end=600.0):

@@ -177,11 +177,6 @@ def _fifo_stats(msg):
             "bytes": basic["bytes"], "packets": basic["packets"]}
 
 
-def queue_stats(ipr, ifname):
-    """The egress FIFO's counters: qlen (packets), backlog (bytes), drops, sent bytes/packets."""
-    return queue_stats_all(ipr, [ifname])[ifname]
-
-
 def queue_stats_all(ipr, ifnames):
     """{ifname: its FIFOs' counters together} for several interfaces, from one dump of every qdisc."""
     wanted = {index_of(ipr, name): name for name in ifnames}

@@ -213,3 +213,32 @@ def job_iterations(rows, path, title=""):
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
     _save(fig, path, title)
+
+
+def intervals(items, path, xlabel, reference=None, title=""):
+    """One row per (label, mean, low, high): the mean as a point and its interval as a bar (low and
+    high None: no interval), with a vertical line at `reference` (0 for gains, a pass threshold)."""
+    fig, ax = _pyplot().subplots(figsize=(8, max(2.5, 0.35 * len(items) + 1.2)))
+    for y, (_, mean, low, high) in enumerate(items):
+        if mean is None:
+            continue
+        if low is not None and high is not None:
+            ax.plot([low, high], [y, y], color="tab:blue", linewidth=2)
+        ax.plot([mean], [y], marker="o", color="tab:blue")
+    if reference is not None:
+        ax.axvline(reference, color="grey", linewidth=0.8)
+    ax.set_yticks(range(len(items)))
+    ax.set_yticklabels([label for label, *_ in items], fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel(xlabel)
+    ax.grid(alpha=0.3, axis="x")
+    _save(fig, path, title)
+
+
+def gains(compared, path, title=""):
+    """Paired gains with their 95% intervals: compared is [(group, label, report.paired.Comparison)]."""
+    items = [(f"{group}: {label}", c.gain.mean, c.gain.lo, c.gain.hi) for group, label, c in compared]
+    clean = [(label, None if m != m else m, None if lo != lo else lo, None if hi != hi else hi)
+             for label, m, lo, hi in items]                   # NaN (no interval) drawn as none
+    unit = "ratio - 1" if all(c.by == "ratio" for _, _, c in compared) else "gain (ratio - 1, or difference)"
+    intervals(clean, path, f"gain over the baseline ({unit}), mean and 95% interval", reference=0.0, title=title)

@@ -66,16 +66,18 @@ def table(path, name, limit=MAX_ROWS):
     return "\n".join(lines)
 
 
-def render(scenario, argv, status, fabrics, options, datapath, versions, transcript, root, files):
-    """The report's text. fabrics: descriptions; options: {name: value}; files: paths under root."""
-    out = [f"# {scenario}: {status}", "",
-           f"{time.strftime('%Y-%m-%d %H:%M:%S')}, `run_scenario.py {' '.join(argv)}`", "", "## What ran", ""]
+def render(scenario, command, status, fabrics, options, datapath, versions, transcript, root, files):
+    """The report's text. command: the one that reruns the run exactly; fabrics: descriptions;
+    options: {name: value}, every option the run had (those left out are None); files: paths under root."""
+    out = [f"# {scenario}: {status}", "", f"{time.strftime('%Y-%m-%d %H:%M:%S')}, rerun it with "
+           f"`sudo python3 {command}`", "", "## What ran", ""]
     out += [f"- fabric: {f}" for f in fabrics]
     out += [f"- Open vSwitch: {datapath_name(datapath) if datapath else 'not used (flow model only)'}",
-            "- options: " + ", ".join(f"`--{k.replace('_', '-')} {v}`" for k, v in options.items()),
+            "- options, defaults included: " + ", ".join(f"`--{k.replace('_', '-')} {v}`" for k, v in options.items()
+                                                         if v is not None and v is not False),
             "- versions: " + ", ".join(f"{k} {v}" for k, v in versions.items()), ""]
-    verdicts = [line.strip() for line in transcript.splitlines()
-                if any(word in line for word in ("emulator", "PASS", "FAIL"))]
+    verdicts = [line.strip() for line in transcript.splitlines() if not line.lstrip().startswith("#")
+                and any(word in line for word in ("emulator", "PASS", "FAIL"))]
     if verdicts:
         out += ["## Verdicts", "", *[f"- {line}" for line in verdicts], ""]
     out += ["## Output", "", "```", transcript.rstrip(), "```", ""]
@@ -107,14 +109,14 @@ def split(topo, count, mtu, ms=None):
             "on this machine (slots.json)")
 
 
-def write(folder, scenario, argv, status, plan, options, datapath, ovs_version, transcript):
+def write(folder, scenario, command, status, plan, options, datapath, ovs_version, transcript):
     """Write report.md into the run folder, from its files as they are now."""
     files = sorted(p for p in folder.path.rglob("*") if p.is_file() and p.name != "report.md")
     ms = machine_files.load(options["machines"]) if options.get("machines") else None
     fabrics = [f"{t.describe()}, MTU {plan.mtu}" + split(t, options.get("slots", 1), plan.mtu, ms)
                for t in plan.fabrics]
     fabrics += [f"{t.describe()} (modelled, not emulated)" for t in getattr(plan, "modelled", ())]
-    text = render(scenario, argv, status, fabrics, options, datapath, versions(ovs_version), transcript,
+    text = render(scenario, command, status, fabrics, options, datapath, versions(ovs_version), transcript,
                   folder.path, files)
     path = folder.path / "report.md"
     path.write_text(text + "\n")
