@@ -179,8 +179,8 @@ def prepare(args):
 
 
 def compute_s(job):
-    phases, tail = job.phases()
-    return sum(pending for _, pending, _, _, _ in phases) + tail
+    steps, tail = job.phases()
+    return sum(step.compute_s for step in steps) + tail
 
 
 def job_intensity(topo, job, mtu):
@@ -203,7 +203,8 @@ def job_model(topo, job, plan, draw, mtu):
         return [None]
     schedule, conns = job_connections(job, draw or Draw(0, BOND))
     paths = model_paths(topo, plan, [c for peers in conns.values() for cs in peers.values() for c in cs])
-    (_, _, _, _, size), = job.phases()[0]
+    (step,), _ = job.phases()
+    size = step.size
     return predict.collective_times(topo, [(schedule, conns, scaled_count(size, job.scale, len(job.hosts)))], paths,
                                     mtu)
 
@@ -225,7 +226,7 @@ def together_model(topo, jobs, plan, draws, mtu, high=()):
     collectives, paths, first = [], {}, set()
     for k, (job, draw) in enumerate(zip(jobs, draws)):
         schedule, conns = job_connections(job, draw)
-        size = job.phases()[0][0][4]
+        size = job.phases()[0][0].size
         collectives.append((schedule, conns, scaled_count(size, job.scale, len(job.hosts))))
         mine = [c for peers in conns.values() for cs in peers.values() for c in cs]
         paths.update(model_paths(topo, plan, mine))

@@ -198,7 +198,8 @@ def prepare(args):
             jobs[system, n] = job
         for n in ranks:
             groups = workload.groups(n)
-            for label, _, _, kind, written in Job("", workload, groups, (), scale).phases()[0]:
+            for step in Job("", workload, groups, (), scale).phases()[0]:
+                label, kind, written = step.label, step.kind, step.size
                 fix = (lambda fits, label=label, written=written:
                        f"its {label} ({written} B as written) scales to more: use a --workload-gbit of "
                        f"{args.workload_gbit * written * scale / max(fits, 1):.3g} or more, or a lower --rate")
@@ -222,17 +223,24 @@ def all_ranks_bytes(job):
     the job's ranks (the replay before groups)."""
     n = len(job.hosts)
     return round(sum(bus_bytes(c, n, scaled_count(size, job.scale, n) * ELEMENT_BYTES)
-                     for _, _, c, _, size in job.phases()[0]))
+                     for c, size in ((s.collective, s.size) for s in job.phases()[0])))
 
 
 def group_lines(row):
-    """Per group kind: its time, share of the iteration, and bytes on the fabric and inside servers."""
+    """Per group kind: the communication the iteration waited for (a weight gradient's collective
+    overlaps the backward pass, as in SimAI, and counts only where the next forward waits for it),
+    its share of the iteration, and bytes on the fabric and inside servers; the pipeline's bubble."""
     lines = []
     for kind in KINDS:
         if f"{kind}_s" in row:
-            lines.append(f"  {'':22s} {kind:5s} {row[f'{kind}_s'] * 1e3:9.1f} ms ({row[f'{kind}_share']:.0%} of the "
-                         f"iteration)  fabric {row[f'{kind}_fabric_bytes'] / 1e6:9.2f} MB  inside servers "
+            lines.append(f"  {'':22s} {kind:5s} {row[f'{kind}_s'] * 1e3:9.1f} ms exposed "
+                         f"({row[f'{kind}_share']:.0%} of the iteration)  fabric "
+                         f"{row[f'{kind}_fabric_bytes'] / 1e6:9.2f} MB  inside servers "
                          f"{row[f'{kind}_scaleup_bytes'] / 1e6:9.2f} MB")
+    if row.get("bubble_s"):
+        share = row["bubble_s"] / row["iteration_s"]
+        lines.append(f"  {'':22s} pipeline bubble {row['bubble_s'] * 1e3:.1f} ms ({share:.0%} of the iteration; "
+                     "SimAI's: the stage's time x (pp - 1) / (ga x vpp))")
     fabric = sum(row.get(f"{kind}_fabric_bytes", 0) for kind in KINDS)
     every = row["all_ranks_fabric_bytes"]
     lines.append(f"  {'':22s} on the fabric per iteration {fabric / 1e6:.2f} MB: {fabric / max(every, 1):.2f} of the "
@@ -247,7 +255,7 @@ def scale_note(plan):
     """The replay's scale said first: at the default --workload-gbit every collective shrinks to a
     few hundred bytes, and a kind's time is then the emulator's per-step latency, not its bytes."""
     largest = max((scaled_count(size, job.scale, job.parallelism.size(kind)) * ELEMENT_BYTES, size)
-                  for job in plan.jobs.values() for _, _, _, kind, size in job.phases()[0])
+                  for job in plan.jobs.values() for kind, size in ((s.kind, s.size) for s in job.phases()[0]))
     scaled, written = largest
     if scaled >= BYTES_DOMINATE:
         return [f"# the largest collective replayed is {scaled} B ({written} B as written): bytes dominate its time"]

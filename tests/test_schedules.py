@@ -121,7 +121,7 @@ def test_sizes_that_do_not_split_into_blocks_are_refused_with_the_nearest_that_d
 def test_bus_bandwidth_factors_are_nccl_tests():
     factors = {c: bandwidths(1, 1, 8, c)[1] for c in COLLECTIVES}
     assert factors == {"allreduce": 1.75, "allgather": 0.875, "reducescatter": 0.875, "alltoall": 0.875,
-                       "broadcast": 1.0, "sendrecv": 1.0}
+                       "broadcast": 1.0, "sendrecv": 1.0, "pipeline_forward": 1.0, "pipeline_backward": 1.0}
 
 
 def max_flows_per_round(schedule, hosts, topo):

@@ -24,8 +24,8 @@ def test_the_example_file_reads_as_simai_writes_it():
     assert (moe.collective, moe.group, moe.size, moe.compute_ns) == ("alltoall", "EP", 16777216, 2400000)
     sequence = w.sequence()
     assert len(sequence) == 9 + 2 * 9
-    assert [p for _, p, _ in sequence[:9]] == ["forward"] * 9
-    assert sequence[9][0] == w.layers[-1].name            # the backward pass runs the layers in reverse
+    assert [p for _, _, p, _ in sequence[:9]] == ["forward"] * 9
+    assert sequence[9][:2] == (8, w.layers[-1].name)      # the backward pass runs the layers in reverse
     assert w.compute_s() == pytest.approx(sum(p.compute_ns for layer in w.layers for p in layer.phases.values())
                                           / 1e9 + 9 * 100e-9)
 
@@ -71,17 +71,20 @@ def test_each_collective_runs_in_the_group_its_phase_and_suffix_name():
     deepseek = workload.read(DATA / "deepseek16b_tp2_pp2_ep4_32.txt")
     job = Job("ds", deepseek, deepseek.groups(), tuple(f"h{i}" for i in range(32)))
     phases, tail = job.phases()
-    said = [(label, collective, kind) for label, _, collective, kind, _ in phases]
+    said = [(step.label, step.collective, step.kind) for step in phases]
     assert said[:3] == [("attention_layer forward", "allreduce", "TP"), ("moe_route forward", "alltoall", "EP"),
                         ("mlp_layer forward", "allreduce", "TP")]
-    assert said[3] == ("pipeline", "sendrecv", "PP")                   # activations to the next stage
-    backward = said[4:]
+    assert said[3] == ("pipeline forward", "pipeline_forward", "PP")  # activations to the next stage
+    assert said[-1] == ("pipeline backward", "pipeline_backward", "PP")   # their gradients back, after the backward
+    backward = said[4:-1]
     assert ("moe_grad_norm weight_grad", "allreduce", "DP_EP") in backward
     assert ("grad_param_comm weight_grad", "reducescatter", "DP") in backward
     assert ("grad_gather weight_grad", "allgather", "DP") in backward
     assert ("moe_route input_grad", "alltoall", "EP") in backward and ("mlp_layer input_grad", "allreduce", "TP") in \
         backward
-    assert phases[0][1] == pytest.approx(3 * 1e-9 + 300000e-9)         # the compute before the first collective
+    assert phases[0].compute_s == pytest.approx(3 * 1e-9 + 300000e-9)  # the compute before the first collective
+    assert [s.blocking for s in phases if s.phase == "weight_grad"] == [False] * 3   # SimAI issues these, not waits
+    assert all(s.blocking for s in phases if s.phase != "weight_grad")
     assert tail == pytest.approx(6 * 100e-9)                           # the weight updates after the last
 
 
@@ -126,3 +129,54 @@ def test_a_file_without_a_gpu_count_needs_ranks(tmp_path):
     with pytest.raises(TestbedError, match="names no GPU count .*: give the ranks to replay it on with --ranks"):
         w.groups()
     assert w.groups(8).gpus == 8             # given the ranks, it replays
+
+
+def aicb_file(path, tp, pp, ep, gpus, ga=2, layers=4, sequence_parallel=True, checkpoints=0):
+    """A workload file in the exact shape AICB's SimAI_training_workload_generator.dump_file writes:
+    its header (vpp is the layer count, pp_comm a float where sequence parallelism divides it by tp,
+    0 without pipeline parallelism), the layer count, then tab-separated Work_Item fields."""
+    pp_comm = 2 * 1 * 4096 * 5120
+    if sequence_parallel:
+        pp_comm /= tp
+    header = (f"HYBRID_TRANSFORMER_FWD_IN_BCKWD model_parallel_NPU_group: {tp} ep: {ep} pp: {pp} vpp: {layers} "
+              f"ga: {ga} all_gpus: {gpus} checkpoints: {checkpoints} checkpoint_initiates: 0 "
+              + (f"pp_comm: {pp_comm}" if pp != 1 else "pp_comm: 0"))
+    items = [("grad_gather", 1, "NONE", 0, 1, "NONE", 0, 1, "ALLGATHER", 26214400, 100),
+             ("grad_param_comm", 1, "NONE", 0, 1, "NONE", 0, 1, "REDUCESCATTER", 52428800, 100),
+             ("grad_param_compute", 1, "NONE", 0, 2500000, "NONE", 0, 1, "NONE", 0, 100)]
+    for _ in range(ga):
+        for k in range(layers):
+            items += [(f"attention_column{k}", 1750840, "ALLGATHER", 41943040, 875420, "REDUCESCATTER", 41943040,
+                       875420, "NONE", 0, 100),
+                      (f"mlp_row{k}", 1750840, "REDUCESCATTER", 41943040, 875420, "ALLGATHER", 41943040, 875420,
+                       "NONE", 0, 100)]
+    lines = [header, str(len(items))] + ["\t".join(map(str, (name, -1, *rest))) for name, *rest in items]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("tp, pp, gpus", [(4, 1, 16), (2, 2, 16), (2, 4, 32)])
+def test_a_file_as_aicb_writes_it_replays_at_pp_1_2_and_4(tmp_path, tp, pp, gpus):
+    path = aicb_file(tmp_path / f"aicb_pp{pp}.txt", tp, pp, 1, gpus)
+    w = workload.read(path)
+    groups = w.groups()
+    assert (groups.tp, groups.pp, groups.dp) == (tp, pp, gpus // (tp * pp))
+    assert w.pipeline_bytes() == (2 * 4096 * 5120 // tp * 4 * 2 if pp > 1 else 0)   # pp_comm (a float) x vpp x ga
+    steps, _ = Job("aicb", w, groups, tuple(f"h{i}" for i in range(gpus))).phases()
+    kinds = [s.kind for s in steps]
+    assert ("PP" in kinds) == (pp > 1) and kinds.count("PP") == (2 if pp > 1 else 0)   # both ways, not a ring
+    assert {s.kind for s in steps if s.phase == "weight_grad"} == {"DP"}
+
+
+def test_activation_recomputation_is_refused_in_one_line(tmp_path):
+    path = aicb_file(tmp_path / "recompute.txt", 2, 2, 1, 16, checkpoints=2)
+    with pytest.raises(TestbedError, match="activation recomputation .* is not replayed") as e:
+        workload.read(path)
+    assert "\n" not in str(e.value)
+
+
+def test_a_header_number_written_as_a_fraction_is_refused(tmp_path):
+    path = aicb_file(tmp_path / "half.txt", 2, 2, 1, 16)
+    path.write_text(path.read_text().replace("pp_comm: 20971520.0", "pp_comm: 20971520.5"))
+    with pytest.raises(TestbedError, match="pp_comm should be a whole number"):
+        workload.read(path)

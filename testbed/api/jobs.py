@@ -1,6 +1,20 @@
 """Training jobs on a running fabric, one or several at once: each a workload (a SimAI workload file,
 or a synthetic data-parallel job) whose ranks are placed on hosts, replayed iteration by iteration
-with every collective in the group its phase names (``collectives.parallelism``).
+with every collective in the group its phase names (``collectives.parallelism``), timed as
+SimAI's simulator times a ``HYBRID_TRANSFORMER_FWD_IN_BCKWD`` workload (its Workload.cc):
+
+- forward pass, layer by layer: the layer waits for its weight gradient's collective of the
+  iteration before (issued without blocking), computes, then runs its forward collective, blocking;
+  then the pipeline's stages pass their activations to the next stage (``PipelineForward``);
+- backward pass, last layer first: input-gradient compute and its collective, blocking; then
+  weight-gradient compute and its collective, issued without blocking: it runs while the backward
+  pass goes on, in its group's order of issue (first in, first out), and each group runs one
+  collective at a time; after the last layer the stages pass the gradients back
+  (``PipelineBackward``); then the weight updates' compute;
+- with pipeline parallelism, the pipeline's bubble, as SimAI's analytical mode counts it: the
+  stage's forward, input-gradient and weight-gradient compute and its blocking collectives,
+  times (pp - 1) / (ga x vpp), added at the end of the iteration (the stages run side by side
+  here, not in a 1F1B schedule); activation recomputation (``checkpoints``) is refused.
 
 A group whose ranks all sit in one server (a tensor-parallel group, placed on one server's
 accelerators) does not cross the fabric: it runs over the server's scale-up domain (NVLink), whose
@@ -8,9 +22,8 @@ time is modelled, not emulated: its bytes over the scale-up rate with the collec
 (nccl-tests' busbw at the NVLink rate). Emulating it would offer the software switch NVLink's rate
 scaled as the fabric is, many times every NIC's together, which this machine cannot carry
 faithfully. Every other group's collective runs for real between the hosts, checked against numpy
-(#wrong), all groups of a phase at once; the pipeline stages pass their activations point to point
-(a send/recv between neighbouring stages, ``Workload.pipeline_bytes`` per iteration) after the
-forward pass. Each job runs in a thread of its own; jobs started together share the fabric.
+(#wrong), all groups of a phase at once. Each job runs in a thread of its own; jobs started
+together share the fabric.
 
 Rank r listens on PORT + STRIDE x (its communicator's number among all the jobs'), so a host can be
 a rank of several groups and of several jobs.
@@ -18,6 +31,7 @@ a rank of several groups and of several jobs.
 import contextlib
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -30,7 +44,9 @@ from testbed.collectives.parallelism import KINDS, group_kind
 from testbed.collectives.schedules import (
     HalvingDoubling,
     PairwiseAlltoall,
+    PipelineBackward,
     PipelinedRingBroadcast,
+    PipelineForward,
     RecursiveDoubling,
     RecursiveHalving,
     Ring,
@@ -45,11 +61,32 @@ from testbed.errors import TestbedError
 from testbed.probes.collisions import LinkCapture
 from testbed.probes.loads import connection_paths
 
+PIPELINE = {"pipeline_forward": PipelineForward, "pipeline_backward": PipelineBackward}
 FAMILIES = {"ring": {"allreduce": Ring, "allgather": RingAllgather, "reducescatter": RingReduceScatter,
-                     "alltoall": PairwiseAlltoall, "broadcast": PipelinedRingBroadcast, "sendrecv": SendRecv},
+                     "alltoall": PairwiseAlltoall, "broadcast": PipelinedRingBroadcast, "sendrecv": SendRecv,
+                     **PIPELINE},
             "hd": {"allreduce": HalvingDoubling, "allgather": RecursiveDoubling, "reducescatter": RecursiveHalving,
-                   "alltoall": XorAlltoall, "broadcast": PipelinedRingBroadcast, "sendrecv": SendRecv}}
+                   "alltoall": XorAlltoall, "broadcast": PipelinedRingBroadcast, "sendrecv": SendRecv, **PIPELINE}}
 NVLINK_GBIT = 3600        # H100's NVLink: 18 links of 25 GB/s each way
+
+
+@dataclass(frozen=True)
+class Step:
+    """One collective of an iteration: its label, its layer's index (-1: the pipeline's passes), its
+    pass (forward, input_grad, weight_grad, pp_forward, pp_backward), the compute before it (s),
+    the collective, its group kind and its size as written (bytes)."""
+    label: str
+    layer: int
+    phase: str
+    compute_s: float
+    collective: str
+    kind: str
+    size: int
+
+    @property
+    def blocking(self):
+        """SimAI issues a weight gradient's collective without blocking; every other blocks."""
+        return self.phase != "weight_grad"
 
 
 @dataclass(frozen=True)
@@ -70,21 +107,27 @@ class Job:
     port: int | None = None   # its groups listen from this port on (None: after the other jobs' groups)
 
     def phases(self):
-        """[(phase label, compute seconds before it, collective, group kind, bytes as written)] of one
-        iteration, the pipeline's exchange after the forward pass, and the compute after the last."""
+        """([Step] of one iteration in the order SimAI's simulator runs them, the compute after the
+        last: the weight updates')."""
         out, pending, forward_done = [], 0.0, False
-        for layer, name, phase in self.workload.sequence():
+        pipeline = self.parallelism.pp > 1 and self.workload.pipeline_bytes()
+        for index, layer, name, phase in self.workload.sequence():
             if name != "forward" and not forward_done:
                 forward_done = True
-                if self.parallelism.pp > 1 and self.workload.pipeline_bytes():
-                    out.append(("pipeline", pending, "sendrecv", "PP", self.workload.pipeline_bytes()))
+                if pipeline:
+                    out.append(Step("pipeline forward", -1, "pp_forward", pending, "pipeline_forward", "PP",
+                                    self.workload.pipeline_bytes()))
                     pending = 0.0
             pending += phase.compute_ns / 1e9
             if phase.collective and phase.size:
                 kind = group_kind(name, phase.group)
                 if self.parallelism.size(kind) > 1:
-                    out.append((f"{layer} {name}", pending, phase.collective, kind, phase.size))
+                    out.append(Step(f"{layer} {name}", index, name, pending, phase.collective, kind, phase.size))
                     pending = 0.0
+        if pipeline:
+            out.append(Step("pipeline backward", -1, "pp_backward", pending, "pipeline_backward", "PP",
+                            self.workload.pipeline_bytes()))
+            pending = 0.0
         tail = pending + sum(layer.update_ns for layer in self.workload.layers) / 1e9
         return out, tail
 
@@ -102,15 +145,15 @@ class Job:
             raise TestbedError(f"job {self.name}: no collective of {self.workload.path} runs in a group of 2 or more "
                                f"ranks at {self.parallelism.gpus} GPUs ({self.parallelism.describe()}): nothing to "
                                "replay between ranks")
-        for label, _, collective, kind, size in phases:
-            if collective not in FAMILIES[self.family]:
-                raise TestbedError(f"job {self.name}: {label}: {collective} has no algorithm here")
-            schedule = FAMILIES[self.family][collective]()
-            count = scaled_count(size, self.scale, self.parallelism.size(kind))
+        for step in phases:
+            if step.collective not in FAMILIES[self.family]:
+                raise TestbedError(f"job {self.name}: {step.label}: {step.collective} has no algorithm here")
+            schedule = FAMILIES[self.family][step.collective]()
+            count = scaled_count(step.size, self.scale, self.parallelism.size(step.kind))
             try:
-                schedule.check_count(self.parallelism.size(kind), count)
+                schedule.check_count(self.parallelism.size(step.kind), count)
             except TestbedError as e:
-                raise TestbedError(f"job {self.name}: {label} in its {kind} groups: {e}") from None
+                raise TestbedError(f"job {self.name}: {step.label} in its {step.kind} groups: {e}") from None
 
 
 def server_of(topo, host):
@@ -141,21 +184,28 @@ class Group:
 
 class JobRun:
     """A job's rank processes on a running fabric (``emulation`` Emulation), one coordinator per
-    group that crosses the fabric, kept for every iteration. ports: an iterator of free port
-    bases, shared by the jobs of one run."""
+    group that crosses the fabric, kept for every iteration, and the job's collectives in flight:
+    per group kind one worker, so that a kind's groups run one collective at a time in their order
+    of issue (a weight gradient's, issued without blocking, before the next). ports: an iterator of
+    free port bases, shared by the jobs of one run."""
 
     def __init__(self, emu, job, ports, draw=None, timeout=30.0):
         self.emu, self.job, self.ports, self.draw, self.timeout = emu, job, ports, draw, timeout
         self.phases, self.tail = job.phases()
-        self.groups = {}
+        self.groups, self.workers, self.in_flight = {}, {}, {}      # in flight: {layer: [Future]}
+        self.wrong, self._lock = 0, threading.Lock()
+        pp = job.parallelism.pp
+        self.bubble_share = (pp - 1) / (job.workload.number("ga", 1) * job.workload.number("vpp", 1)) \
+            if pp > 1 and job.workload.number("ga", 1) and job.workload.number("vpp", 1) else 0.0
 
     def __enter__(self):
         topo, job = self.emu.topo, self.job
         used = {}
-        for _, _, collective, kind, _ in self.phases:
-            used.setdefault(kind, dict.fromkeys([]))[collective] = None
+        for step in self.phases:
+            used.setdefault(step.kind, dict.fromkeys([]))[step.collective] = None
         with contextlib.ExitStack() as stack:
             for kind, collectives in used.items():
+                self.workers[kind] = stack.enter_context(ThreadPoolExecutor(1, thread_name_prefix=f"{kind}-"))
                 for index, ranks in enumerate(job.parallelism.groups(kind)):
                     hosts = [job.hosts[r] for r in ranks]
                     group = Group(kind, index, hosts, len({server_of(topo, h) for h in hosts}) == 1,
@@ -184,36 +234,73 @@ class JobRun:
                 for peers in g.connections.values() for conns in peers.values() for c in conns]
 
     def iteration(self, number):
-        """One iteration: {"start", "end", "seconds", "comm_s": {kind}, "fabric_bytes": {kind},
-        "scaleup_bytes": {kind}, "wrong"}."""
-        job, comm = self.job, dict.fromkeys(KINDS, 0.0)
-        fabric, inside, wrong = dict.fromkeys(KINDS, 0), dict.fromkeys(KINDS, 0), 0
+        """One iteration as SimAI's simulator runs it (the module docstring): {"start", "end",
+        "seconds", "comm_s": {kind: communication the iteration waited for}, "fabric_bytes":
+        {kind}, "scaleup_bytes": {kind}, "bubble_s"}; the bytes are those the iteration issued."""
+        job, exposed = self.job, dict.fromkeys(KINDS, 0.0)
+        fabric, inside = dict.fromkeys(KINDS, 0), dict.fromkeys(KINDS, 0)
+        stage = 0.0              # the stage's compute and blocking collectives: what the bubble scales
         start = time.monotonic()
-        for _, pending, collective, kind, size in self.phases:
-            ranks = job.parallelism.size(kind)
-            count = scaled_count(size, job.scale, ranks)
-            groups = self.groups[kind]
-            crossing = [g for g in groups if not g.inside]
-            began = time.monotonic()
-            if crossing:
-                wrong += sum(r["wrong"] for r in self._together(crossing, collective, count, number, pending))
-                fabric[kind] += bus_bytes(collective, ranks, count * ELEMENT_BYTES) * len(crossing)
-            if len(crossing) < len(groups):
-                modelled = pending + scaleup_seconds(collective, ranks, size, job.scaleup_gbit)
-                time.sleep(max(0.0, began + modelled - time.monotonic()))
-                inside[kind] += bus_bytes(collective, ranks, count * ELEMENT_BYTES) * (len(groups) - len(crossing))
-            comm[kind] += max(0.0, time.monotonic() - began - pending)
+        for step in self.phases:
+            if step.phase == "forward" and step.layer in self.in_flight:
+                waited = time.monotonic()
+                for kind, future in self.in_flight.pop(step.layer):
+                    future.result()
+                    exposed[kind] += time.monotonic() - waited
+                    waited = time.monotonic()
+            time.sleep(step.compute_s)
+            if not step.phase.startswith("pp_"):
+                stage += step.compute_s
+            groups = self.groups[step.kind]
+            ranks = job.parallelism.size(step.kind)
+            count = scaled_count(step.size, job.scale, ranks)
+            crossing = sum(not g.inside for g in groups)
+            fabric[step.kind] += bus_bytes(step.collective, ranks, count * ELEMENT_BYTES) * crossing
+            inside[step.kind] += bus_bytes(step.collective, ranks, count * ELEMENT_BYTES) * (len(groups) - crossing)
+            future = self.workers[step.kind].submit(self._run, step, count, number)
+            if step.blocking:
+                began = time.monotonic()
+                future.result()
+                exposed[step.kind] += time.monotonic() - began
+                if not step.phase.startswith("pp_"):
+                    stage += time.monotonic() - began
+            else:
+                self.in_flight.setdefault(step.layer, []).append((step.kind, future))
         time.sleep(self.tail)
+        bubble = stage * self.bubble_share
+        time.sleep(bubble)
         end = time.monotonic()
-        return {"start": start, "end": end, "seconds": end - start, "comm_s": comm, "fabric_bytes": fabric,
-                "scaleup_bytes": inside, "wrong": wrong}
+        return {"start": start, "end": end, "seconds": end - start, "comm_s": exposed, "fabric_bytes": fabric,
+                "scaleup_bytes": inside, "bubble_s": bubble}
 
-    def _together(self, groups, collective, count, number, pending):
+    def finish(self):
+        """Wait for the collectives still in flight (the last iteration's weight gradients)."""
+        for futures in self.in_flight.values():
+            for _, future in futures:
+                future.result()
+        self.in_flight.clear()
+
+    def _run(self, step, count, number):
+        """One step's collective on every group of its kind at once: for real where a group
+        crosses the fabric, modelled at the scale-up rate where it stays in a server."""
+        groups = self.groups[step.kind]
+        crossing = [g for g in groups if not g.inside]
+        began = time.monotonic()
+        if crossing:
+            wrong = sum(r["wrong"] for r in self._together(crossing, step.collective, count, number))
+            with self._lock:
+                self.wrong += wrong
+        if len(crossing) < len(groups):
+            modelled = scaleup_seconds(step.collective, self.job.parallelism.size(step.kind), step.size,
+                                       self.job.scaleup_gbit)
+            time.sleep(max(0.0, began + modelled - time.monotonic()))
+
+    def _together(self, groups, collective, count, number):
         results, errors = [None] * len(groups), []
 
         def one(k, group):
             try:
-                results[k] = group.coordinator.iterate(count, number, 120 + pending, compute_s=pending,
+                results[k] = group.coordinator.iterate(count, number, 120,
                                                        schedule=group.schedules.index(collective))
             except AllreduceError as e:
                 errors.append(str(e))
@@ -265,6 +352,7 @@ def run_jobs(emu, jobs, iterations, warmup=1, draws=None, folder=None):
                     if i + 1 >= warmup + iterations:
                         finished[k].set()
                     i += 1
+                run.finish()
             except (AllreduceError, threading.BrokenBarrierError) as e:
                 errors.append(str(e))
                 go.abort()
@@ -280,7 +368,7 @@ def run_jobs(emu, jobs, iterations, warmup=1, draws=None, folder=None):
                 thread.join()
         if errors:
             raise AllreduceError(errors[0])
-        rows = [summary(job, its, cpu.result()) for job, its in zip(jobs, done)]
+        rows = [summary(job, its, cpu.result(), run.wrong) for job, its, run in zip(jobs, done, runs)]
         if capture is not None:
             paths = connection_paths(capture.packets)
             ip = {h.name: h.ports[0].ip for h in emu.topo.hosts.values()}
@@ -304,12 +392,15 @@ def link_bytes(topo, connections, paths, ip):
     return out
 
 
-def summary(job, iterations, cpu):
+def summary(job, iterations, cpu, wrong):
+    """A job's row: its mean iteration, per group kind the communication it waited for (its
+    share of the iteration) and its bytes, the pipeline's bubble, and #wrong over every collective
+    the job ran (warm-up and the iterations that kept it going included)."""
     mean = float(np.mean([it["seconds"] for it in iterations]))
     row = {"job": job.name, "ranks": len(job.hosts), "groups": job.parallelism.describe(),
            "iteration_s": round(mean, 4), "times": [round(it["seconds"], 4) for it in iterations],
-           "starts": [round(it["start"], 4) for it in iterations],
-           "wrong": sum(it["wrong"] for it in iterations), **cpu}
+           "starts": [round(it["start"], 4) for it in iterations], "wrong": wrong,
+           "bubble_s": round(float(np.mean([it["bubble_s"] for it in iterations])), 4), **cpu}
     for kind in KINDS:
         comm = float(np.mean([it["comm_s"][kind] for it in iterations]))
         if comm or any(it["fabric_bytes"][kind] or it["scaleup_bytes"][kind] for it in iterations):

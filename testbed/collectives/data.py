@@ -131,4 +131,27 @@ class SendRecv(Collective):
         return (count, 2 * count), rank_input((rank - 1) % ranks, count)
 
 
-COLLECTIVES = {c.name: c for c in (Allreduce(), ReduceScatter(), Allgather(), Alltoall(), Broadcast(), SendRecv())}
+class PipelineSend(Collective):
+    """A pipeline's point-to-point pass between neighbouring stages, not a ring: forward, stage r
+    sends its input to stage r + 1 (the last sends nothing, the first receives nothing), as
+    activations go; backward, to stage r - 1, as their gradients come back."""
+    buffer_factor = 2
+
+    def __init__(self, name, step):
+        self.name, self.step = name, step
+
+    def busbw_factor(self, ranks):
+        return 1.0
+
+    def buffer(self, rank, ranks, count):
+        return np.concatenate([rank_input(rank, count), np.full(count, UNSET, dtype=DTYPE)])
+
+    def expected(self, rank, ranks, count):
+        sender = rank - self.step
+        if not 0 <= sender < ranks:
+            return (count, count), np.empty(0, dtype=DTYPE)      # the stage nothing comes to checks nothing
+        return (count, 2 * count), rank_input(sender, count)
+
+
+COLLECTIVES = {c.name: c for c in (Allreduce(), ReduceScatter(), Allgather(), Alltoall(), Broadcast(), SendRecv(),
+                                   PipelineSend("pipeline_forward", 1), PipelineSend("pipeline_backward", -1))}

@@ -306,9 +306,28 @@ class SendRecv(Schedule):
         return [Step((rank + 1) % ranks, (0, count), (rank - 1) % ranks, (count, 2 * count), False)]
 
 
+# a pipeline's pass between neighbouring stages: a chain, forward (activations) or backward (their
+# gradients), each stage's one step at once
+
+class PipelineForward(Schedule):
+    name, collective, step = "pipeline_forward", "pipeline_forward", 1
+
+    def steps(self, rank, ranks, count):
+        to, frm = rank + self.step, rank - self.step
+        send_to = to if 0 <= to < ranks else None
+        recv_from = frm if 0 <= frm < ranks else None
+        return [Step(send_to, (0, count) if send_to is not None else NOTHING, recv_from,
+                     (count, 2 * count) if recv_from is not None else NOTHING, False)]
+
+
+class PipelineBackward(PipelineForward):
+    name, collective, step = "pipeline_backward", "pipeline_backward", -1
+
+
 ALGORITHMS = {cls.name: cls for cls in (Ring, HalvingDoubling, RingReduceScatter, RecursiveHalving, RingAllgather,
                                         RecursiveDoubling, PairwiseAlltoall, XorAlltoall, RoundsAlltoall,
-                                        PipelinedRingBroadcast, BinomialTreeBroadcast, SendRecv)}
+                                        PipelinedRingBroadcast, BinomialTreeBroadcast, SendRecv, PipelineForward,
+                                        PipelineBackward)}
 
 
 class Deadlock(AssertionError):

@@ -67,11 +67,15 @@ class Workload:
             sum(layer.update_ns for layer in self.layers) / 1e9
 
     def number(self, key, default=None):
-        """A whole number of the header (``model_parallel_NPU_group: 8``, ``pp_comm 4096``), or default."""
+        """A whole number of the header (``model_parallel_NPU_group: 8``, ``pp_comm 4096``; AICB writes
+        some as floats, ``pp_comm 8388608.0``), or default."""
         if key not in self.parameters:
             return default
         try:
-            value = int(self.parameters[key])
+            written = float(self.parameters[key])
+            if not written.is_integer():
+                raise ValueError
+            value = int(written)
         except ValueError:
             raise TestbedError(f"{self.path}:1: {key} should be a whole number (got "
                                f"{self.parameters[key]!r})") from None
@@ -102,9 +106,10 @@ class Workload:
         return self.number("pp_comm", 0) * (self.number("vpp", 1) or 1) * (self.number("ga", 1) or 1)
 
     def sequence(self):
-        """[(layer name, phase name, Phase)] in the order an iteration runs them."""
-        forward = [(layer.name, "forward", layer.phases["forward"]) for layer in self.layers]
-        backward = [(layer.name, p, layer.phases[p]) for layer in reversed(self.layers) for p in PHASES[1:]]
+        """[(layer index, layer name, phase name, Phase)] in the order an iteration runs them."""
+        forward = [(k, layer.name, "forward", layer.phases["forward"]) for k, layer in enumerate(self.layers)]
+        backward = [(k, layer.name, p, layer.phases[p]) for k, layer in reversed(list(enumerate(self.layers)))
+                    for p in PHASES[1:]]
         return forward + backward
 
 
@@ -166,8 +171,14 @@ def read(path):
         workload.layers.append(Layer(cells[0], phases, _int(cells[11], "the update time", where)))
     if not workload.collectives():
         raise TestbedError(f"--workload {path}: no layer runs a collective: nothing to replay on the network")
-    for key in ("all_gpus", "model_parallel_NPU_group", "ep", "pp", "vpp", "ga", "pp_comm"):
+    for key in ("all_gpus", "model_parallel_NPU_group", "ep", "pp", "vpp", "ga", "pp_comm", "checkpoints",
+                "checkpoint_initiates"):
         workload.number(key)                       # a header value that is no number: refused here
+    if workload.number("checkpoints", 0) or workload.number("checkpoint_initiates", 0):
+        raise TestbedError(f"--workload {path}:1: activation recomputation (checkpoints: "
+                           f"{workload.number('checkpoints', 0)}) is not replayed: the forward pass SimAI runs again "
+                           "inside the backward pass would be left out; give a file with checkpoints: 0 (as AICB "
+                           "writes them)")
     if workload.gpus:
         workload.groups()                          # groups that do not divide the GPUs: refused here
     return workload
