@@ -38,7 +38,8 @@ def seed_of(args):
     return args.seed
 
 
-def add_fabric_arguments(parser, topology):
+def add_fabric_arguments(parser, topology, scaleup=0.0):
+    """The fabric's options; scaleup: --scaleup's default (None: the scenario offers no scale-up domain)."""
     parser.add_argument("--topology", default=topology, help=f"{FORMS} (default %(default)s)")
     parser.add_argument("--rate", type=float, default=DEFAULT_RATE, help="link rate, Mbit/s (default %(default)s)")
     parser.add_argument("--queue", type=int, default=DEFAULT_QUEUE,
@@ -46,6 +47,11 @@ def add_fabric_arguments(parser, topology):
     parser.add_argument("--mtu", type=int, default=DEFAULT_MTU, help="MTU of every link (default %(default)s)")
     parser.add_argument("--delay", type=float, default=0.0,
                         help="one-way delay added on every link, ms (needs the kernel's netem; default none)")
+    if scaleup is not None:
+        parser.add_argument("--scaleup", type=float, default=scaleup,
+                            help="every server's scale-up domain (NVLink-like: a direct link between each two of its "
+                                 "accelerators, no switch) at this many times a NIC's rate; 0: none, a server's "
+                                 "accelerators talk over the fabric (default %(default)s)")
 
 
 def add_plane_arguments(parser, emulated=True):
@@ -165,7 +171,8 @@ def fabric(args, spec=None, option="--topology"):
         from_spec(str(spec))            # the spec alone: the rate and queue are checked by their options' names
     except TestbedError as e:
         raise TestbedError(str(e) if str(e).startswith(option) else f"{option} {spec}: {e}") from None
-    return api.fabric(spec, rate=args.rate, queue=args.queue, delay=getattr(args, "delay", 0.0), mtu=args.mtu)
+    return api.fabric(spec, rate=args.rate, queue=args.queue, delay=getattr(args, "delay", 0.0), mtu=args.mtu,
+                      scaleup=getattr(args, "scaleup", None))
 
 
 def names(text, option, allowed):

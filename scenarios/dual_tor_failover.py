@@ -89,7 +89,8 @@ def prepare(args):
         raise TestbedError(f"{NAME} needs a dual-ToR HPN7 fabric of 2 or more segments (got {topo.name}): "
                            "use e.g. --topology hpn7:2,2,2,2,2,2,1")
     baseline = HPN7(topo.segments, topo.servers, topo.rails, topo.aggs, planes=1, tors=1,
-                    uplink_ratio=topo.uplink_ratio, rate=topo.rate, queue=topo.queue, delay=topo.delay)
+                    uplink_ratio=topo.uplink_ratio, rate=topo.rate, queue=topo.queue, delay=topo.delay,
+                    scaleup_domain=topo.scaleup_domain)
     at_least(args.at, 1, "--at", " s")
     at_least(args.down_for, 0.5, "--down-for", " s")
     at_least(args.stall_limit, 2, "--stall-limit", " s")

@@ -7,20 +7,34 @@ GPUs, meet other jobs' traffic on the network (a GPT job's iteration went from 1
 the highest GPU intensity (its computation per iteration over its communication time) gained 8.3%
 to 14.8% GPU utilisation on 96 GPUs. Here each job is a SimAI workload file or a synthetic
 data-parallel job (``allreduce:RANKS:BYTES:COMPUTE_MS``), replayed with its groups (``api.jobs``),
-its ranks on the fabric's servers by ``--placement``.
+its ranks on the fabric's servers by ``--placement``. As NCCL builds them, a job's rings visit a
+server's accelerators one after another over its scale-up domain (``--scaleup``: NVLink's rate
+over a NIC's by default) and go from server to server on one rail (``placements.nccl_ring``).
+The default jobs are a GPT-like and a BERT-like pair, 30% and 50% of their iteration in
+communication alone (Crux's representative pair: GPT's iteration 1.53 s, +11% beside BERT; the
+paper gives the jobs' intensities, not these shares, which are the testbed's choice).
 
 Trial t takes fresh 5-tuples (a hash draw per job, from seed + t; each job listens on ports of its
 own, so it keeps its 5-tuples whether alone or beside the others) and runs, each on a freshly built
 fabric, in alternating order:
 - ecmp: each job alone, then all together, ECMP with one hash at every switch;
 - priority: all together, the highest-intensity job's packets marked EF (DSCP 46) and every switch
-  port with HTB traffic classes (``--priority``: strict or weighted);
+  port with HTB traffic classes (``--priority``: strict or weighted); no job's packets ride the
+  switches' control class under it, so a job's class holds for all its packets;
 - paths: all together, each job's flows placed by the controller on the least-loaded equal-cost
-  path, in Crux's order (highest intensity first), as deterministic rules.
+  path, in Crux's order (highest intensity first), as deterministic rules;
+- paths-unordered: the same, the jobs' flows taken in turn (no job first): what planned paths
+  win without Crux's order;
+- cassini: ECMP, each job starting its iterations later by the communication time (flow model,
+  alone) of the jobs before it, so that their communication phases interleave (CASSINI, NSDI 2024,
+  with its static offsets, not its periodic re-alignment).
 Every job's iteration times are measured; a job's slowdown is its iteration together over alone
 (paired in the trial); a scheme's gain over ECMP is the jobs' GPU utilisation (computation over
-iteration time, weighted by GPUs) together under it over together under ECMP. The switch-to-switch
-links are captured in the runs together: which links the jobs shared and what each sent over them.
+iteration time, weighted by GPUs) together under it over together under ECMP; beside it the
+fairness of the jobs' slowdowns (Jain's index of alone over together, 1 when every job is slowed
+alike) and the worst job's slowdown, so that a scheme that starves one job shows it. The
+switch-to-switch links are captured in the runs together: which of the fabric's links the jobs
+shared and what each sent over them.
 For a synthetic job the flow model (``fidelity.predict``) gives its iteration alone and together
 (its collective overlapping the others' fully: the model's bound) from the paths its connections
 take (hashed as Open vSwitch hashes them, or planned), beside the measurement. A bonded NIC puts
@@ -31,6 +45,7 @@ import json
 import statistics
 import time
 from dataclasses import dataclass, replace
+from itertools import zip_longest
 from pathlib import Path
 
 from scenarios.common import (
@@ -46,10 +61,10 @@ from scenarios.common import (
     with_uplinks,
 )
 from testbed import routing
-from testbed.api.jobs import FAMILIES, NVLINK_GBIT, Job
+from testbed.api.jobs import FAMILIES, NVLINK_GBIT, Job, scaleup_seconds
 from testbed.collectives import workload as workloads
 from testbed.collectives.connections import rank_connections
-from testbed.collectives.placements import PLACEMENTS, place_jobs
+from testbed.collectives.placements import PLACEMENTS, nccl_ring, place_jobs
 from testbed.collectives.workload import scaled_count
 from testbed.emulation.shaping import HIGH_DSCP, PRIORITIES
 from testbed.errors import TestbedError
@@ -63,9 +78,11 @@ from testbed.topology import HPN7, hpn7
 
 NAME = "multi_job"
 HELP = "two or more training jobs on one fabric: each one's slowdown, and priorities and job-aware paths against ECMP"
-SCHEMES = ("ecmp", "priority", "paths")
+SCHEMES = ("ecmp", "priority", "paths", "paths-unordered", "cassini")
+SCALEUP = 9.0               # NVLink's 3,600 Gbit/s over HPN 7.0's 400 Gbit/s NIC (2 x 200G)
 BOND = "round-robin"        # a bonded NIC's connections on its ports in turn: the model knows each one's port
-DEFAULT_JOBS = ("allreduce:8:2097152:1200", "allreduce:8:2097152:300")
+# 512 KiB over 8 ranks' Ring at 10 Mbit/s: 0.74 s alone; with these computations 30% and 50% of the iteration
+DEFAULT_JOBS = ("allreduce:8:524288:1700", "allreduce:8:524288:740")
 CRUX = {"slowdown": "a GPT job's iteration +11% beside a BERT job (1.53 s -> 1.70 s); 36.3% of jobs (51% of GPUs) "
                     "meet others' traffic",
         "utilisation": "Crux's intensity-ordered paths and priorities: +8.3% to +14.8% GPU utilisation (96 GPUs)"}
@@ -78,7 +95,7 @@ SMOKE = ("--trials", "2", "--iters", "2", "--schemes", "ecmp,paths", "--model-dr
 
 
 def add_arguments(parser):
-    add_fabric_arguments(parser, topology="hpn7:2,4,2,2")
+    add_fabric_arguments(parser, topology="hpn7:2,4,2,2", scaleup=SCALEUP)
     parser.add_argument("--job", action="append", default=None, metavar="SPEC",
                         help="a job: allreduce:RANKS:BYTES:COMPUTE_MS (a data-parallel job) or a SimAI workload "
                              f"FILE; once per job (default {' and '.join(DEFAULT_JOBS)})")
@@ -99,7 +116,8 @@ def add_arguments(parser):
                         help="hash draws of the flow model's comparison on one HPN 7.0 segment (default "
                              "%(default)s)")
     parser.add_argument("--scaleup-gbit", type=float, default=NVLINK_GBIT,
-                        help="a server's scale-up domain each way, Gbit/s (default %(default)s)")
+                        help="with --scaleup 0: a server's scale-up domain each way, Gbit/s, as real: the time of a "
+                             "group inside one server is modelled at it (default %(default)s)")
     # every job's connections per peer and the fabric's uplinks; --schemes compares the routings
     add_scheme_arguments(parser, streams=1, uplinks=True)
 
@@ -185,23 +203,50 @@ def compute_s(job):
 
 def job_intensity(topo, job, mtu):
     """Crux's GPU intensity: computation per iteration over communication alone, the latter from
-    the flow model on deterministic routes (no other job, no collision)."""
-    comm = sum(t for t in job_model(topo, job, routing.plan(topo), None, mtu) if t)
+    the flow model on deterministic routes (no other job, no collision), for a workload file's job
+    as for a synthetic one (``job_comm_s``)."""
+    comm = job_comm_s(topo, job, routing.plan(topo), mtu)
     return compute_s(job) / comm if comm else float("inf")
 
 
-def job_connections(job, draw):
-    """A synthetic job's connections, as its run opens them: its one data-parallel group's Ring,
-    every rank listening on the job's port."""
+def job_comm_s(topo, job, plan, mtu):
+    """A job's communication per iteration alone, by the flow model: each step's collective on
+    its slowest group, one step after another (no overlap counted: an upper bound); a group inside
+    a server without a scale-up domain at the scale-up rate."""
+    total = 0.0
+    for step in job.phases()[0]:
+        ranks = job.parallelism.size(step.kind)
+        count = scaled_count(step.size, job.scale, ranks)
+        schedule = FAMILIES[job.family][step.collective]()
+        slowest = 0.0
+        for group in job.parallelism.groups(step.kind):
+            hosts = [job.hosts[r] for r in group]
+            if job.family == "ring":
+                hosts = nccl_ring(topo, hosts)
+            if len({topo.hosts[h].server for h in hosts}) == 1 and not topo.scaleup_domain:
+                slowest = max(slowest, scaleup_seconds(step.collective, ranks, step.size, job.scaleup_gbit))
+                continue
+            conns = rank_connections([schedule], hosts, [job.port or 7000] * ranks, 1)
+            flat = [c for peers in conns.values() for cs in peers.values() for c in cs]
+            slowest = max(slowest, predict.collective_time(topo, schedule, conns, count,
+                                                           model_paths(topo, plan, flat), mtu)[0])
+        total += slowest
+    return total
+
+
+def job_connections(topo, job, draw):
+    """A synthetic job's connections, as its run opens them: its one data-parallel group's Ring in
+    NCCL's order (``placements.nccl_ring``), every rank listening on the job's port."""
     schedule = FAMILIES[job.family]["allreduce"]()
-    return schedule, rank_connections([schedule], list(job.hosts), [job.port] * len(job.hosts), job.streams, draw)
+    hosts = nccl_ring(topo, list(job.hosts)) if job.family == "ring" else list(job.hosts)
+    return schedule, rank_connections([schedule], hosts, [job.port] * len(hosts), job.streams, draw)
 
 
 def job_model(topo, job, plan, draw, mtu):
     """[the model's seconds of each collective phase alone] of a synthetic job (None for a file's)."""
     if not job.workload.path.startswith("allreduce:"):
         return [None]
-    schedule, conns = job_connections(job, draw or Draw(0, BOND))
+    schedule, conns = job_connections(topo, job, draw or Draw(0, BOND))
     paths = model_paths(topo, plan, [c for peers in conns.values() for cs in peers.values() for c in cs])
     (step,), _ = job.phases()
     size = step.size
@@ -225,7 +270,7 @@ def together_model(topo, jobs, plan, draws, mtu, high=()):
         return [None] * len(jobs)
     collectives, paths, first = [], {}, set()
     for k, (job, draw) in enumerate(zip(jobs, draws)):
-        schedule, conns = job_connections(job, draw)
+        schedule, conns = job_connections(topo, job, draw)
         size = job.phases()[0][0].size
         collectives.append((schedule, conns, scaled_count(size, job.scale, len(job.hosts))))
         mine = [c for peers in conns.values() for cs in peers.values() for c in cs]
@@ -236,20 +281,22 @@ def together_model(topo, jobs, plan, draws, mtu, high=()):
     return [compute_s(job) + t for job, t in zip(jobs, comm)]
 
 
-# the flow model's comparison on one segment of HPN 7.0's size: (ranks, gradient bytes, compute s) per
-# job at 400 Gbit/s, a mix of sizes and GPU intensities, spread over the segment's servers
-SCALE_SEGMENT = (1, 128, 8, 60)
+# the flow model's comparison at HPN 7.0's scale: two segments of 64 servers (jobs spread over both
+# cross the aggregation tier; inside one segment rail-aligned rings would never meet it), and
+# (ranks, gradient bytes, compute s) per job at 400 Gbit/s, a mix of sizes and GPU intensities
+SCALE_FABRIC = (2, 64, 8, 60)
 SCALE_GBIT = 400
 SCALE_JOBS = ((256, 8 << 30, 0.8), (256, 8 << 30, 0.2), (128, 4 << 30, 0.4), (128, 4 << 30, 0.1))
 
 
 def scale_model(seed, draws, mtu):
-    """Each scheme on one HPN 7.0 segment by the flow model, over `draws` hash draws (the engine's
+    """Each scheme on two HPN 7.0 segments by the flow model, over `draws` hash draws (the engine's
     paired draws): per draw each job's iteration alone (ECMP) and together under ECMP, strict
     priority for the job of the highest GPU intensity, and paths placed in Crux's order. Returns
     (rows, jobs, order)."""
-    topo = HPN7(*SCALE_SEGMENT, uplink_ratio=hpn7.uplink_ratio(hpn7.HPN_UPLINK_CAPACITY, SCALE_SEGMENT[1],
-                                                                 SCALE_SEGMENT[3]), rate=SCALE_GBIT * 1000)
+    topo = HPN7(*SCALE_FABRIC, uplink_ratio=hpn7.uplink_ratio(hpn7.HPN_UPLINK_CAPACITY, SCALE_FABRIC[1],
+                                                                SCALE_FABRIC[3]), rate=SCALE_GBIT * 1000,
+                scaleup_domain=SCALEUP)
     hosts = place_jobs(topo, [n for n, _, _ in SCALE_JOBS], "spread", seed)
     jobs = []
     for k, ((n, size, compute), mine) in enumerate(zip(SCALE_JOBS, hosts)):
@@ -262,7 +309,7 @@ def scale_model(seed, draws, mtu):
     order = sorted(range(len(jobs)), key=lambda k: -compute_s(jobs[k]) / ideal[k])
     ecmp = routing.plan(topo, "ecmp")
     placed = routing.RoutingPlan("planned", {}, routing.place_flows(
-        topo, [pair for k in order for pair in job_pairs(jobs[k])]), "same")
+        topo, [pair for k in order for pair in job_pairs(topo, jobs[k])]), "same")
 
     def evaluate(form, d):
         drawn = [Draw(seed * 7919 + d * 64 + k, BOND) for k in range(len(jobs))]
@@ -274,14 +321,15 @@ def scale_model(seed, draws, mtu):
         return [{"run": "alone" if form == "alone" else "together", "job_index": k, "iteration_s": t}
                 for k, t in enumerate(times)]
 
-    return model_trials(("alone",) + SCHEMES, draws, evaluate), jobs, order
+    return model_trials(("alone", "ecmp", "priority", "paths"), draws, evaluate), jobs, order
 
 
 def scale_lines(seed, draws, mtu):
     started = time.monotonic()
     rows, jobs, order = scale_model(seed, draws, mtu)
-    lines = [f"flow model on one HPN 7.0 segment ({SCALE_SEGMENT[1]} servers x {SCALE_SEGMENT[2]} rails, "
-             f"{SCALE_SEGMENT[3]} aggregation switches per plane, {SCALE_GBIT} Gbit/s), jobs "
+    lines = [f"flow model on two HPN 7.0 segments ({SCALE_FABRIC[1]} servers x {SCALE_FABRIC[2]} rails each, "
+             f"{SCALE_FABRIC[3]} aggregation switches per plane, {SCALE_GBIT} Gbit/s, a scale-up domain at "
+             f"{SCALEUP:g}x, rings in NCCL's order), jobs "
              + ", ".join(j.name.split(" ", 1)[1] for j in jobs) + f" spread; {draws} draws in "
              f"{time.monotonic() - started:.0f} s:"]
     for k in range(len(jobs)):
@@ -299,21 +347,32 @@ def scale_lines(seed, draws, mtu):
 
 
 def forms(plan):
-    flows = tuple((a, b) for k in plan.order for a, b in job_pairs(plan.jobs[k]))
+    pairs = [job_pairs(plan.topo, job) for job in plan.jobs]
+    ordered = tuple(pair for k in plan.order for pair in pairs[k])
+    interleaved = tuple(pair for turn in zip_longest(*pairs) for pair in turn if pair)     # no job first
     made = {"ecmp": Form("ecmp", plan.topo, "ecmp"),
             "priority": Form("priority", plan.topo, "ecmp", priority=plan.priority),
-            "paths": Form("paths", plan.topo, "planned", flows=flows)}
+            "paths": Form("paths", plan.topo, "planned", flows=ordered),
+            "paths-unordered": Form("paths-unordered", plan.topo, "planned", flows=interleaved),
+            "cassini": Form("cassini", plan.topo, "ecmp")}
     return [made[s] for s in plan.schemes]
 
 
-def job_pairs(job):
-    """The host pairs a job's fabric groups exchange data between (a Ring's neighbours, in order)."""
+def cassini_offsets(plan):
+    """Each job's start offset: the communication time alone (flow model) of the jobs before it."""
+    comm = [job_comm_s(plan.topo, job, routing.plan(plan.topo), plan.mtu) for job in plan.jobs]
+    return [round(sum(comm[:k]), 3) for k in range(len(plan.jobs))]
+
+
+def job_pairs(topo, job):
+    """The host pairs a job's groups exchange data between over the fabric (a Ring's neighbours
+    in NCCL's order; pairs on one server's scale-up domain left out)."""
     out = []
     for kind in ("TP", "DP", "EP", "DP_EP", "PP"):
         if job.parallelism.size(kind) > 1:
             for ranks in job.parallelism.groups(kind):
-                hosts = [job.hosts[r] for r in ranks]
-                out += [(hosts[i], hosts[(i + 1) % len(hosts)]) for i in range(len(hosts))]
+                hosts = nccl_ring(topo, [job.hosts[r] for r in ranks])
+                out += [(a, b) for a, b in zip(hosts, hosts[1:] + hosts[:1]) if not topo.same_server(a, b)]
     return out
 
 
@@ -331,7 +390,8 @@ def measure(plan, seen):
                 (row,) = emu.jobs([job], iters=plan.iters, draws=[draws()[k]])
                 model = job_model(plan.topo, job, emu.routing, draws()[k], plan.mtu)[0]
                 yield dict(row, run="alone", job_index=k, model_iteration_s=model and round(compute_s(job) + model, 4))
-        rows = emu.jobs(jobs, iters=plan.iters, draws=draws(), capture="together")
+        offsets = cassini_offsets(plan) if form.label == "cassini" else None
+        rows = emu.jobs(jobs, iters=plan.iters, draws=draws(), capture="together", offsets=offsets)
         model = together_model(plan.topo, jobs, emu.routing, draws(), plan.mtu,
                                high={plan.order[0]} if form.priority else ())
         for k, (row, expected) in enumerate(zip(rows, model)):
@@ -343,7 +403,7 @@ def measure(plan, seen):
 def line(row):
     model = row.get("model_iteration_s")
     said = f"model {model * 1e3:8.1f} ms ({row['iteration_s'] / model:.2f})" if model else "model -"
-    return (f"  trial {row['trial']} {row['form']:8s} {row['run']:8s} {row['job']:36s} iteration "
+    return (f"  trial {row['trial']} {row['form']:15s} {row['run']:8s} {row['job']:30s} iteration "
             f"{row['iteration_s'] * 1e3:8.1f} ms  {said}  #wrong {row['wrong']}  {flag(row)}")
 
 
@@ -356,8 +416,30 @@ def utilisation(rows, jobs, form, trial):
         sum(len(j.hosts) for j in jobs)
 
 
+def slowdowns(rows, jobs, form, trial):
+    """Each job's iteration together under `form` over alone (ECMP) in one trial, or None."""
+    alone = {r["job_index"]: r["iteration_s"] for r in rows if r["trial"] == trial and r["run"] == "alone"}
+    together = {r["job_index"]: r["iteration_s"] for r in rows
+                if r["trial"] == trial and r["form"] == form and r["run"] == "together"}
+    if len(alone) < len(jobs) or len(together) < len(jobs):
+        return None
+    return [together[k] / alone[k] for k in range(len(jobs))]
+
+
+def jain(values):
+    """Jain's fairness index of values: 1 when all are equal, 1/n when one has everything."""
+    return sum(values) ** 2 / (len(values) * sum(v * v for v in values))
+
+
+def fairness(rows, jobs, form, trial):
+    """(Jain's index of the jobs' speeds together over alone, the worst job's slowdown) in one trial."""
+    slow = slowdowns(rows, jobs, form, trial)
+    return (None, None) if slow is None else (jain([1 / s for s in slow]), max(slow))
+
+
 def comparisons(rows, plan):
-    """Each job's slowdown under each scheme, and each scheme's gain over ECMP (utilisation)."""
+    """Each job's slowdown under each scheme, and each scheme against ECMP: utilisation (Crux's
+    figure), the fairness of the jobs' slowdowns and the worst job's slowdown."""
     out = []
     for k, job in enumerate(plan.jobs):
         alone = [dict(r, form="alone") for r in rows if r["job_index"] == k and r["run"] == "alone"]
@@ -366,15 +448,21 @@ def comparisons(rows, plan):
             out.append(compare(alone + together, ("alone", scheme), "iteration_s",
                                f"{job.name} iteration, alone against together ({scheme})", 3))
     for scheme in plan.schemes[1:]:
-        pairs = [{"trial": t, "form": f, "utilisation": utilisation(rows, plan.jobs, f, t)}
+        pairs = [{"trial": t, "form": f, "utilisation": utilisation(rows, plan.jobs, f, t),
+                  "fairness": fairness(rows, plan.jobs, f, t)[0], "worst": fairness(rows, plan.jobs, f, t)[1]}
                  for t in range(plan.trials) for f in ("ecmp", scheme)]
         out.append(compare(pairs, ("ecmp", scheme), "utilisation", f"GPU utilisation together, {scheme} against ecmp",
                            3))
+        out.append(compare(pairs, ("ecmp", scheme), "fairness",
+                           f"fairness of the slowdowns (Jain), {scheme} against ecmp", 3, by="difference"))
+        out.append(compare(pairs, ("ecmp", scheme), "worst", f"worst job's slowdown, {scheme} against ecmp", 3))
     return out
 
 
 def shared_lines(seen, plan):
-    """The links the jobs shared in trial 0's run together under each scheme, busiest first."""
+    """The links the jobs shared in trial 0's run together under each scheme, busiest first, out of
+    every switch-to-switch link of the fabric (each direction one)."""
+    every = sum(1 for link in plan.topo.fabric_links() for _ in link.ends())
     lines = []
     for scheme, rows in seen.get(0, {}).items():
         links = {}
@@ -385,8 +473,8 @@ def shared_lines(seen, plan):
                         key=lambda item: -sum(item[1].values()))
         said = "; ".join(f"{link} " + "/".join(f"{by.get(k, 0) / 1e6:.1f}" for k in range(len(plan.jobs)))
                          for link, by in shared[:4])
-        lines.append(f"  {scheme}: {len(shared)} of {len(links)} switch-to-switch links carried two jobs or more"
-                     + (f" (MB per job, busiest: {said})" if shared else ""))
+        lines.append(f"  {scheme}: {len(shared)} of the fabric's {every} switch-to-switch links carried two jobs or "
+                     f"more, {len(links)} carried any" + (f" (MB per job, busiest: {said})" if shared else ""))
     return lines
 
 
@@ -412,7 +500,8 @@ def run(plan, experiment):
         experiment.say(f"  {c.line()}")
         experiment.results.append("multi_job_summary.csv", {"figure": c.name, **c.row(c.labels)})
         if c.labels[0] == "ecmp":
-            experiment.headline.update(c.headline(f"utilisation {c.labels[1]} over ecmp"))
+            figure = c.name.split(",")[0].split(" (")[0].replace("GPU utilisation together", "utilisation")
+            experiment.headline.update(c.headline(f"{figure} {c.labels[1]} over ecmp"))
         elif c.labels[1] == "ecmp":
             experiment.headline.update(c.headline(c.name.split(" ")[0] + " slowdown under ecmp"))
     experiment.say(f"  Crux: {CRUX['slowdown']}; {CRUX['utilisation']}", *scale_lines(plan.seed, plan.model_draws,

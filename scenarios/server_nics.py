@@ -61,7 +61,8 @@ def prepare(args):
     if not isinstance(eflops, BiGraph) or eflops.m != PER_SERVER:
         raise TestbedError(f"{NAME} needs BiGraph servers of {PER_SERVER} accelerators, one per switch "
                            f"(got {eflops.name}): use --topology bigraph:{PER_SERVER},n")
-    shared = BiGraph(1, eflops.n, eflops.c, rate=eflops.rate, queue=eflops.queue, delay=eflops.delay)
+    shared = BiGraph(1, eflops.n, eflops.c, rate=eflops.rate, queue=eflops.queue, delay=eflops.delay)   # one host
+    # a server: no scale-up domain to join, its accelerators' ranks share the host
     algorithms = names(args.algorithms, "--algorithms", ALGORITHMS)
     placed = {"nic per accelerator": sweep.place_variants(eflops, algorithms), "shared nic": {}}
     for name, (schedule, hosts) in placed["nic per accelerator"].items():

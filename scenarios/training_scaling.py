@@ -52,6 +52,7 @@ from testbed.fidelity.verdict import describe_all, flag
 from testbed.report import figures
 from testbed.routing.hashing import Draw
 from testbed.topology import HPN7, BiGraph, LeafSpine
+from testbed.topology.base import with_scaleup
 from testbed.topology.uplinks import faster_uplinks
 
 NAME = "training_scaling"
@@ -87,8 +88,9 @@ def add_arguments(parser):
                         help="the link rate the workload was made for, Gbit/s: its sizes are scaled by "
                              "--rate over it (default %(default)s)")
     parser.add_argument("--scaleup-gbit", type=float, default=NVLINK_GBIT,
-                        help="a server's scale-up domain (NVLink) each way, Gbit/s, as real: the time of a "
-                             "group inside one server is modelled at it (default %(default)s: H100's NVLink)")
+                        help="with --scaleup 0: a server's scale-up domain (NVLink) each way, Gbit/s, as real: the "
+                             "time of a group inside one server is modelled at it (default %(default)s: H100's "
+                             "NVLink)")
     # for clos-ecmp-hd and hpn7-ring; planned is left out: it moves flows while iterations are timed
     add_scheme_arguments(parser, routings=("ecmp", "pinned"), uplinks=True)
     add_seed_argument(parser, "the connections' source ports (a hash draw: the paths ECMP gives clos-ecmp-hd and "
@@ -179,6 +181,8 @@ def prepare(args):
     delay = check_delay(args.delay)
     points = [(s, n, *system_fabric(s, n, args.rate, args.queue, delay, args.routing, args.uplink_ratio))
               for s in systems for n in ranks]
+    for point in points:
+        with_scaleup(point[2], args.scaleup)
     for system, n, topo, *_ in points:
         offered = len(topo.nic_ports()) * args.rate
         if limit is not None and offered > limit:

@@ -72,6 +72,8 @@ def test_a_rail_only_fabric_is_compared_with_a_non_blocking_rail_optimised_one_o
     rail, optimised = lb.rail_forms("4,2", args)
     assert len(rail.hosts) == len(optimised.hosts) == 8
     assert optimised.uplink_capacity == 1 and optimised.tors == 1 and optimised.segments == 1
+    # the same scale-up domain in both: a server's own traffic stays in it on either fabric
+    assert optimised.scaleup_domain == rail.scaleup == 4 and optimised.same_server("h0", "h1")
 
 
 def test_every_build_and_the_rail_comparison_run_as_forms_of_the_shared_runner():
@@ -83,5 +85,5 @@ def test_every_build_and_the_rail_comparison_run_as_forms_of_the_shared_runner()
     assert {label: form.routing for label, (form, _) in built.items()} == {
         "0-ecmp": "ecmp", "0-uplinks-2x": "ecmp", "0-pinned": "pinned", "0-planned": "planned",
         "1-ecmp": "ecmp", "1-uplinks-2x": "ecmp", "1-pinned": "pinned", "1-planned": "planned",
-        "rail-only": "deterministic", "rail-optimised": "ecmp"}
+        "rail-only": "deterministic", "rail-optimised": "deterministic"}
     assert built["rail-only"][0].topo is plan.rails[0] and built["1-ecmp"][0].topo is plan.fabrics_[1].topo

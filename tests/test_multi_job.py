@@ -24,8 +24,8 @@ def test_a_job_has_the_same_5_tuples_alone_together_and_in_the_model(monkeypatch
     plan = mj.prepare(run_scenario.parser().parse_args(["multi_job", "--seed", "5", "--trials", "2"]))
     taken, connections = [], mj.job_connections
 
-    def recorded(job, draw):
-        schedule, conns = connections(job, draw)
+    def recorded(topo, job, draw):
+        schedule, conns = connections(topo, job, draw)
         flat = [c for p in conns.values() for cs in p.values() for c in cs]
         taken.append((job.name, sorted((c.src, c.dst, c.sport) for c in flat)))
         return schedule, conns
@@ -33,9 +33,9 @@ def test_a_job_has_the_same_5_tuples_alone_together_and_in_the_model(monkeypatch
     class Emu:
         routing = routes(plan.topo, "ecmp")
 
-        def jobs(self, jobs, iters, draws, capture=None):
+        def jobs(self, jobs, iters, draws, capture=None, offsets=None):
             for job, draw in zip(jobs, draws):
-                recorded(job, draw)                  # the run opens its connections from the draw
+                recorded(plan.topo, job, draw)       # the run opens its connections from the draw
             return [{"iteration_s": 1.0, "wrong": 0} for _ in jobs]
 
     monkeypatch.setattr(mj, "job_connections", recorded)
@@ -55,10 +55,12 @@ def test_the_model_sends_each_connection_out_of_the_nic_port_its_turn_gives_it()
     from testbed.routing.hashing import Draw
     plan = mj.prepare(run_scenario.parser().parse_args(["multi_job", "--seed", "5", "--trials", "2"]))
     job = plan.jobs[0]
-    _, conns = mj.job_connections(job, Draw(11, mj.BOND))
+    _, conns = mj.job_connections(plan.topo, job, Draw(11, mj.BOND))
     flat = [c for peers in conns.values() for cs in peers.values() for c in cs]
     paths = mj.model_paths(plan.topo, routing.plan(plan.topo, "ecmp"), flat)
-    for c in flat:
+    fabric = [c for c in flat if not plan.topo.same_server(c.src, c.dst)]   # the others: the scale-up domain
+    for c in fabric:
         (host, port), *_ = paths[c]
         assert host == c.src and port == plan.topo.hosts[c.src].ports[c.turn % 2].port
-    assert {c.turn % 2 for c in flat} == {0, 1}
+    assert {c.turn % 2 for c in fabric} == {0, 1}
+    assert all(paths[c] == [(c.src, plan.topo.scaleup_port(c.src, c.dst))] for c in flat if c not in fabric)

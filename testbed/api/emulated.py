@@ -226,19 +226,23 @@ class Emulated:
         return events.switch_failure(self.emulation, switch, at, lasting, flap)
 
     def jobs(self, jobs: Sequence, *, iters: int = 3, warmup: int = 1, draws: Sequence | None = None,
-             capture: str | None = None) -> list[dict]:
+             capture: str | None = None, offsets: Sequence[float] | None = None) -> list[dict]:
         """Training jobs (``api.jobs.Job``: a workload, its groups, a host per rank) at once, started
         together, each `iters` iterations after `warmup`: per job its mean iteration and every one
         (``times``, ``starts``), per group kind its time, share and bytes on the fabric and inside
         servers, #wrong, and the CPU verdict. draws: a hash draw per job, for its connections'
         source ports; capture: a name to capture every switch-to-switch link under (folder/name),
-        which gives each job's bytes per link (``link_bytes``)."""
+        which gives each job's bytes per link (``link_bytes``); offsets: seconds each job waits
+        before its first iteration (CASSINI's start offsets)."""
         jobs = list(jobs)
         if not jobs or iters < 1 or warmup < 0:
             raise TestbedError("jobs need one or more jobs, iters >= 1 and warmup >= 0")
+        if offsets is not None and (len(offsets) != len(jobs) or min(offsets) < 0):
+            raise TestbedError("offsets: one non-negative number of seconds per job")
         for job in jobs:
             job.check(self.topo)
-        return run_jobs(self.emulation, jobs, iters, warmup, draws, self.folder / capture if capture else None)
+        return run_jobs(self.emulation, jobs, iters, warmup, draws, self.folder / capture if capture else None,
+                        offsets)
 
     def communicators(self, comms: Sequence[together.Comm], draw: Draw | None = None) -> together.Communicators:
         """The communicators' rank processes, kept open: ``with emu.communicators(comms) as group:

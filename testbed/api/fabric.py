@@ -11,6 +11,7 @@ from testbed.emulation.shaping import netem_available
 from testbed.errors import TestbedError
 from testbed.report.paired import Comparison
 from testbed.topology import DEFAULT_QUEUE, DEFAULT_RATE, Topology, from_spec
+from testbed.topology.base import with_scaleup
 
 MAX_DELAY_MS = 1000   # beyond this TCP's handshakes and the runs' timeouts stop fitting
 
@@ -25,13 +26,17 @@ def check_delay(delay: float) -> float:
 
 
 def fabric(spec: str | Path = "bigraph:2,8", *, rate: float = DEFAULT_RATE, queue: int = DEFAULT_QUEUE,
-           delay: float = 0.0, mtu: int = DEFAULT_MTU) -> Topology:
+           delay: float = 0.0, mtu: int = DEFAULT_MTU, scaleup: float | None = None) -> Topology:
     """The fabric `spec` names ('bigraph:2,8', 'leafspine:4,4,4', 'hpn7:2,2,2,2', 'simai:FILE',
     a FILE.json|yaml as each run writes topology.json), links at `rate` Mbit/s, checked: a rate,
-    MTU, queue or size the emulator cannot honour is refused here. No root; nothing built."""
+    MTU, queue or size the emulator cannot honour is refused here. scaleup: every server's
+    scale-up domain at this many times a NIC's rate (0: none; None: as the spec gives it, a fabric
+    file's own or none). No root; nothing built."""
     check_mtu(mtu)
     check_link_rate(rate)
     topo = from_spec(str(spec), rate=rate, queue=queue, delay=check_delay(delay))
+    if scaleup is not None:
+        with_scaleup(topo, scaleup)
     if len(topo.hosts) < 2:
         raise TestbedError(f"{topo.name} has {len(topo.hosts)} host: a fabric needs at least 2 to carry traffic")
     check_hosts(topo)

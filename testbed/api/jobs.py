@@ -41,6 +41,7 @@ from testbed.collectives.connections import rank_connections, source_ports
 from testbed.collectives.coordinator import AllreduceError, Coordinator, emulation_launcher
 from testbed.collectives.data import COLLECTIVES, ELEMENT_BYTES
 from testbed.collectives.parallelism import KINDS, group_kind
+from testbed.collectives.placements import nccl_ring
 from testbed.collectives.schedules import (
     HalvingDoubling,
     PairwiseAlltoall,
@@ -180,6 +181,7 @@ class Group:
     schedules: list = field(default_factory=list)     # [collective] in the order the coordinator has them
     coordinator: object = None
     connections: dict = None                          # {rank: {peer: [Connection]}}
+    near_share: float = 0.0                           # of its connections, those on a scale-up domain
 
 
 class JobRun:
@@ -208,10 +210,18 @@ class JobRun:
                 self.workers[kind] = stack.enter_context(ThreadPoolExecutor(1, thread_name_prefix=f"{kind}-"))
                 for index, ranks in enumerate(job.parallelism.groups(kind)):
                     hosts = [job.hosts[r] for r in ranks]
-                    group = Group(kind, index, hosts, len({server_of(topo, h) for h in hosts}) == 1,
-                                  list(collectives))
+                    if job.family == "ring":
+                        hosts = nccl_ring(topo, hosts)
+                    # one server's group runs on its scale-up domain: emulated where the fabric has
+                    # one, else modelled at the scale-up rate
+                    inside = len({server_of(topo, h) for h in hosts}) == 1 and not topo.scaleup_domain
+                    group = Group(kind, index, hosts, inside, list(collectives))
                     if not group.inside:
                         group.coordinator = stack.enter_context(self._coordinator(group))
+                        near = [c for peers in group.connections.values() for cs in peers.values() for c in cs
+                                if topo.same_server(c.src, c.dst)]
+                        group.near_share = len(near) / max(1, sum(len(cs) for peers in group.connections.values()
+                                                                  for cs in peers.values()))
                     self.groups.setdefault(kind, []).append(group)
             self._stack = stack.pop_all()
         return self
@@ -254,9 +264,11 @@ class JobRun:
             groups = self.groups[step.kind]
             ranks = job.parallelism.size(step.kind)
             count = scaled_count(step.size, job.scale, ranks)
-            crossing = sum(not g.inside for g in groups)
-            fabric[step.kind] += bus_bytes(step.collective, ranks, count * ELEMENT_BYTES) * crossing
-            inside[step.kind] += bus_bytes(step.collective, ranks, count * ELEMENT_BYTES) * (len(groups) - crossing)
+            moved = bus_bytes(step.collective, ranks, count * ELEMENT_BYTES)     # per group
+            for g in groups:        # bytes where they go: a group's share of connections on a scale-up domain
+                near = 1.0 if g.inside else g.near_share
+                fabric[step.kind] += moved * (1 - near)
+                inside[step.kind] += moved * near
             future = self.workers[step.kind].submit(self._run, step, count, number)
             if step.blocking:
                 began = time.monotonic()
@@ -324,15 +336,17 @@ def port_bases(base=PORT):
         base += STRIDE
 
 
-def run_jobs(emu, jobs, iterations, warmup=1, draws=None, folder=None):
+def run_jobs(emu, jobs, iterations, warmup=1, draws=None, folder=None, offsets=None):
     """The jobs at once, each `iterations` timed iterations after `warmup`, started together, every
     job going on until all are through theirs (so that no job's timed iterations run alone); per job
     its iterations (start and end on the monotonic clock every namespace shares) and a summary row:
     the mean iteration, per group kind its communication time and share of the iteration, bytes on
     the fabric and inside servers, #wrong, and the CPU verdict over the run. draws: a hash draw per
     job (its connections' source ports) or None; folder: capture every link during the timed
-    iterations there, and give each job the bytes it sent over each switch-to-switch link."""
+    iterations there, and give each job the bytes it sent over each switch-to-switch link; offsets:
+    seconds each job waits before its first iteration (CASSINI's start offsets)."""
     shared, draws = port_bases(), draws or [None] * len(jobs)
+    offsets = offsets or [0.0] * len(jobs)
     with contextlib.ExitStack() as stack:
         runs = [stack.enter_context(JobRun(emu, job, shared if job.port is None else port_bases(job.port), draw))
                 for job, draw in zip(jobs, draws)]
@@ -344,6 +358,7 @@ def run_jobs(emu, jobs, iterations, warmup=1, draws=None, folder=None):
             # iterations of a job held back (a lower priority) then meet the others' traffic.
             try:
                 go.wait()
+                time.sleep(offsets[k])
                 i = 0
                 while not (finished[k].is_set() and all(f.is_set() for f in finished)) and not errors:
                     it = run.iteration(i)

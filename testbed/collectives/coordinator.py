@@ -29,14 +29,23 @@ def loopback_launcher(ranks):
 
 def emulation_launcher(emu, hosts, port=7000):
     """(addresses, launch) for rank r inside host hosts[r], on its first NIC port; ranks that share
-    a host (a server's accelerators behind one NIC) listen on ports port, port + 1, ..."""
+    a host (a server's accelerators behind one NIC) listen on ports port, port + 1, ... Where the
+    fabric has a scale-up domain, a rank reaches the ranks on another accelerator of its server
+    at their scale-up addresses (``near``): that traffic never meets the fabric."""
+    topo = emu.topo
     addresses, taken = [], {}
-    for host, ip in zip(hosts, rank_ips(emu.topo, hosts)):
+    for host, ip in zip(hosts, rank_ips(topo, hosts)):
         taken[host] = taken.get(host, -1) + 1
         addresses.append((ip, port + taken[host]))
 
+    def near(rank):
+        return {str(peer): [topo.scaleup_ip(hosts[peer]), addresses[peer][1]] for peer in range(len(hosts))
+                if topo.same_server(hosts[rank], hosts[peer])}
+
     def launch(rank, config, inbox):
-        config = json.dumps(dict(json.loads(config), control_dscp=emu.control_dscp))
+        mine = near(rank)
+        config = json.dumps(dict(json.loads(config), control_dscp=emu.control_dscp, near=mine,
+                                 near_self=topo.scaleup_ip(hosts[rank]) if mine else None))
         return emu.program(hosts[rank], "rank", config, name=f"rank {rank} ({hosts[rank]})", inbox=inbox)
     return addresses, launch
 

@@ -216,6 +216,24 @@ def place(variant, topo, collective="allreduce"):
 PLACEMENTS = ("packed", "spread", "random")
 
 
+def nccl_ring(topo, hosts):
+    """A group's ring in the order NCCL builds it on a rail-optimised fabric: a server's ranks one
+    after another (the hops between them on its scale-up domain, where it has one), and from one
+    server to the next on one rail: server by server, each server's ranks by rail, ascending in
+    the first server, descending in the second and so on, so the ring leaves a server on the rail
+    it enters the next one by (NCCL's graph search keeps a ring's inter-node hops on one NIC's
+    rail; PXN moves other rails' traffic through the scale-up domain first). Servers keep the
+    order the group first names them in."""
+    by = {}
+    for host in hosts:
+        by.setdefault(topo.hosts[host].server, []).append(host)
+    out = []
+    for k, mine in enumerate(by.values()):
+        mine = sorted(mine, key=lambda h: (topo.hosts[h].rail or 0, topo.hosts[h].index))
+        out += mine if k % 2 == 0 else mine[::-1]
+    return out
+
+
 def servers(topo):
     """[[host per accelerator] per server], servers in order and each server's hosts by rail (HPN
     7.0: a server's i-th accelerator on rail i) or index: the order a job's ranks fill them."""

@@ -36,6 +36,7 @@ IP_BASE = "10.0.0.0/16"
 HOST_HASH_SEED = 0x7E57BED   # the bonded hosts' multipath hash seed: any fixed value but 0 (random)
 # The controller speaks 1.5 (select groups with a hash basis); ovs-ofctl reads flows and counters in 1.3.
 OPENFLOW_VERSIONS = "OpenFlow13,OpenFlow15"
+SCALEUP_PORTS = 100          # a host's scale-up links' port numbers: 100 + the peer's index
 
 
 class ControllerAddress:
@@ -148,6 +149,9 @@ class Emulation:
         self.topo, self.routing, self.run_dir, self.mtu, self.log = topo, routing, Path(run_dir), mtu, log
         self.refuse_overload, self.cpu_requested, self.priority = refuse_overload, cpu_placement, priority
         self.control_class = control_class
+        if topo.scaleup_domain and (slot_count > 1 or share):
+            raise TestbedError("a scale-up domain joins a server's hosts directly, within one slot: run it without "
+                               "--slots and --machines, or leave --scaleup out")
         self.partition = partition(topo, slot_count) if slot_count > 1 else None
         self.share = share
         self.slots = []     # by slot index; None for a slot built on another machine
@@ -158,8 +162,13 @@ class Emulation:
     @property
     def control_dscp(self):
         """The DS field a rank's listener gives its clear-to-sends and ACKs: the control class's,
-        where the switch ports have one; None where not (the class off, or links with delay)."""
-        return shaping.CONTROL_DSCP if self.control_class and not self.topo.delay else None
+        where the switch ports have one; None where not (the class off, links with delay) and under
+        jobs' traffic classes (``priority``), where a job's class must hold for all its packets: a
+        one-frame collective's data rides its accepted connections, which the control class would
+        lift above a high-priority job's."""
+        if self.priority or not self.control_class or self.topo.delay:
+            return None
+        return shaping.CONTROL_DSCP
 
     # --- lifecycle ------------------------------------------------------------------------
     def __enter__(self):
@@ -221,6 +230,10 @@ class Emulation:
                 net.addLink(link.a, link.b, port1=link.a_port, port2=link.b_port, cls=Link,
                             **self._address_params(link.a, link.a_port, "1"),
                             **self._address_params(link.b, link.b_port, "2"))
+        for a, b in topo.scaleup_pairs():      # a server's scale-up domain: host to host, no switch
+            net.addLink(a, b, port1=SCALEUP_PORTS + topo.hosts[b].index, port2=SCALEUP_PORTS + topo.hosts[a].index,
+                        intfName1=f"{a}-{topo.scaleup_port(a, b)}", intfName2=f"{b}-{topo.scaleup_port(b, a)}",
+                        cls=Link)
         try:
             net.build()
             if self.partition:
@@ -336,8 +349,24 @@ class Emulation:
                     shaping.static_neighbours(ipr, nic.intf, self.topo.peers(nic))
                 for prefix, ifnames, metric, table in self.routing.host_routes.get(h.name, []):
                     shaping.route(ipr, prefix, ifnames, h.ports[0].ip, metric, table)
+                self._scaleup_links(node, ipr, h)
                 for first, last, table in self.routing.host_rules.get(h.name, []):
                     shaping.source_port_rule(ipr, first, last, table)
+
+    def _scaleup_links(self, node, ipr, host):
+        """The host's links to the other accelerators of its server: its scale-up address on each,
+        a route to each peer's through its link, shaped at the scale-up rate."""
+        topo = self.topo
+        peers = [b if a == host.name else a for a, b in topo.scaleup_pairs() if host.name in (a, b)]
+        if not peers:
+            return
+        names = [f"{host.name}-{topo.scaleup_port(host.name, peer)}" for peer in peers]
+        node.cmd("; ".join(f"ethtool -K {name} tx off tso off gso off" for name in names))
+        for peer, name in zip(peers, names):
+            shaping.set_up(ipr, name, True)
+            shaping.address(ipr, name, topo.scaleup_ip(host.name), 32)
+            shaping.shape(ipr, name, topo.rate * topo.scaleup_domain, topo.queue, self.mtu)
+            shaping.route(ipr, f"{topo.scaleup_ip(peer)}/32", [name], topo.scaleup_ip(host.name))
 
     @staticmethod
     def _steer_receive(node, interfaces):

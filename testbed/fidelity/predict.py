@@ -28,8 +28,14 @@ from testbed.routing import deterministic_routes
 
 
 def link_rates(topo):
-    """{(node, port): bytes/s} for the sending end of every directed link."""
-    return {end: link.bytes_per_s for link in topo.links for end in link.ends()}
+    """{(node, port): bytes/s} for the sending end of every directed link, the servers' scale-up
+    links included."""
+    return {end: link.bytes_per_s for link in topo.links + topo.scaleup_links() for end in link.ends()}
+
+
+def scaleup_path(topo, conn):
+    """A connection's path over its server's scale-up domain, or None where it crosses the fabric."""
+    return [(conn.src, topo.scaleup_port(conn.src, conn.dst))] if topo.same_server(conn.src, conn.dst) else None
 
 
 def nic_capacity(topo, host):
@@ -100,6 +106,8 @@ def route_paths(topo, routing, connections):
     for c in connections:
         if c.src == c.dst:
             out[c] = []
+        elif topo.same_server(c.src, c.dst):
+            out[c] = scaleup_path(topo, c)
         elif (ip[c.src], ip[c.dst]) in routes:
             out[c] = sorted(routes[ip[c.src], ip[c.dst]].directed_links())
         else:
@@ -126,7 +134,7 @@ def captured_paths(topo, connections, captured):
     ip = {h.name: h.ports[0].ip for h in topo.hosts.values()}
     out = {}
     for c in connections:
-        links = captured.get((ip[c.src], c.sport, ip[c.dst], c.dport))
+        links = scaleup_path(topo, c) or captured.get((ip[c.src], c.sport, ip[c.dst], c.dport))
         if links:
             out[c] = sorted(links)
     return out

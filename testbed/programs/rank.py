@@ -92,6 +92,10 @@ class Rank:
                           for s in cfg.get("schedules") or [cfg]]
         self.schedule = self.schedules[0]
         self.addresses = [tuple(a) for a in cfg["addresses"]]
+        # {peer: (address, port)} of the ranks on another accelerator of this server, reached over
+        # the server's scale-up domain at their scale-up addresses, from this rank's (near_self)
+        self.near = {int(peer): tuple(a) for peer, a in (cfg.get("near") or {}).items()}
+        self.near_self = cfg.get("near_self")
         self.timeout, self.sockbuf = cfg["timeout"], cfg["sockbuf"]
         self.streams, self.pacing = cfg.get("streams", 1), cfg.get("pacing")
         self.dscp = cfg.get("dscp")     # the DS field of its packets (a job's traffic class), None: 0
@@ -105,7 +109,12 @@ class Rank:
         self._peer = {}                 # socket -> the peer at its other end
 
     def _paces(self, peer):
-        return bool(self.pacing) and self.addresses[peer][0] != self.addresses[self.rank][0]
+        """A connection to another host is paced at the link rate as an RDMA NIC paces a queue pair;
+        one inside the host, or over the server's scale-up domain (shaped at its own rate), is not."""
+        return bool(self.pacing) and peer not in self.near and self.addresses[peer][0] != self.addresses[self.rank][0]
+
+    def address_of(self, peer):
+        return self.near.get(peer, self.addresses[peer])
 
     def _tune(self, sock, peer):
         if self._paces(peer):
@@ -117,6 +126,7 @@ class Rank:
             # share its NIC) is reached inside the host, unshaped and unpaced, as over PCIe or NVLink.
             # A Plan lifts the limit where every message is one frame.
             sock.setsockopt(socket.SOL_SOCKET, SO_MAX_PACING_RATE, int(self.pacing))
+        if self.pacing and (self._paces(peer) or peer in self.near):
             # CUBIC, not the machine's default (BBR here): with no loss it leaves a paced flow at the
             # pacing rate, while BBR cuts its window to 4 packets for 200 ms every 10 s and paces
             # below its estimate for a round trip in each gain cycle. The dependent steps of HD
@@ -134,12 +144,13 @@ class Rank:
         sport = self.source_ports.get(str(peer), [0] * self.streams)[stream]
         if sport:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            sock.bind((self.addresses[self.rank][0], sport))
+            sock.bind((self.near_self if peer in self.near else self.addresses[self.rank][0], sport))
 
     def connect(self):
         peers = sorted({p for s in self.schedules for p in schedule_peers(s, self.rank, self.ranks)})
-        listener = listen(self.addresses[self.rank], self.ranks * self.streams,
-                          self.control_dscp if not self.dscp else None)
+        # with peers over the scale-up domain, on every address of the host (its NIC's and its scale-up one)
+        where = ("", self.addresses[self.rank][1]) if self.near else self.addresses[self.rank]
+        listener = listen(where, self.ranks * self.streams, self.control_dscp if not self.dscp else None)
         deadline = time.monotonic() + self.timeout
         for peer in peers:
             self.out[peer] = []
@@ -149,13 +160,13 @@ class Rank:
                     self._tune(sock, peer)
                     try:
                         self._bind(sock, peer, stream)
-                        sock.connect(self.addresses[peer])
+                        sock.connect(self.address_of(peer))
                         break
                     except OSError:
                         sock.close()
                         if time.monotonic() > deadline:
                             raise PeerError(f"rank {self.rank}: cannot connect to rank {peer} at "
-                                            f"{self.addresses[peer]} within {self.timeout} s") from None
+                                            f"{self.address_of(peer)} within {self.timeout} s") from None
                         time.sleep(0.05)
                 sock.sendall(struct.pack("!II", self.rank, stream))
                 self.out[peer].append(sock)

@@ -164,6 +164,8 @@ class Placer:
         """[(node, port)]: the sending end of every link the connection's data crosses."""
         if conn.src not in self.ip or conn.dst not in self.ip:
             raise TestbedError(f"{conn.src} -> {conn.dst}: no such host in {self.topo.name}")
+        if self.topo.same_server(conn.src, conn.dst):       # the server's scale-up link: no switch, no hash
+            return [(conn.src, self.topo.scaleup_port(conn.src, conn.dst))]
         src, dst = self.ip[conn.src], self.ip[conn.dst]
         hop = (conn.src, self.host_port(conn))
         links = [hop]

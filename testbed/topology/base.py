@@ -7,6 +7,12 @@ only modelled goes on with 10.b.p.(i mod 254 + 1), b = i div 254); a fabric whos
 (``shared_nic_address``, HPN's dual-ToR NIC) gives both ports of a host the address and MAC of
 port 0. Switch ports are OpenFlow port numbers, assigned in the order links are added. Interface
 names follow Mininet's ``<node>-eth<port>``; ``interface()`` is the one place that says so.
+
+A server's **scale-up domain** (``scaleup_domain``: its links' rate over a NIC's, 0 for none), as
+NVLink joins a server's accelerators: every two hosts of one server (``Host.server``) get a direct
+link of their own, not through any switch, each host one address on it, 10.b.250.(i+1); what two
+ranks of one server send each other goes there and never meets the fabric. Its links are not in
+``links`` (no switch port, no routing rule): ``scaleup_links`` gives them to the model.
 """
 import copy
 from dataclasses import dataclass, field
@@ -14,6 +20,8 @@ from dataclasses import dataclass, field
 from testbed.errors import TestbedError
 
 EMULATED_HOSTS = 254     # one /24 per NIC port index: the hosts an emulation can address
+SCALEUP_SUBNET = 250     # the third byte of a host's scale-up address
+MAX_SCALEUP = 64         # a scale-up link at most this many times a NIC's rate
 MAX_HOSTS = 254 * 256
 DEFAULT_RATE = 10.0      # Mbit/s: one userspace ovs-vswitchd carries 16-32 hosts at this rate (docs/design.md)
 DEFAULT_QUEUE = 100      # packets in each egress FIFO
@@ -84,6 +92,17 @@ class Link:
         return [(self.a, self.a_port), (self.b, self.b_port)]
 
 
+def with_scaleup(topo, ratio):
+    """topo with every server's scale-up domain at `ratio` times a NIC's rate (0: none), checked."""
+    if not (ratio == 0 or 1 <= ratio <= MAX_SCALEUP):
+        raise TestbedError(f"--scaleup must be 0 (no scale-up domain) or between 1 and {MAX_SCALEUP} times a NIC's "
+                           f"rate (got {ratio:g})")
+    if ratio and any(s.role == "scaleup" for s in topo.switches.values()):
+        raise TestbedError(f"{topo.name}'s servers have a scale-up bridge of their own: leave --scaleup out")
+    topo.scaleup_domain = float(ratio)
+    return topo
+
+
 def positive_int(name, value):
     if not isinstance(value, int) or isinstance(value, bool) or value < 1:
         raise TestbedError(f"{name} must be a positive whole number (got {value!r})")
@@ -95,15 +114,16 @@ class Topology:
     shared_nic_address = False   # True: a host's NIC ports share one IP and MAC (one bonded NIC)
     notes = ()                   # what a user should be told about how the fabric was read, one line each
 
-    def __init__(self, rate=DEFAULT_RATE, queue=DEFAULT_QUEUE, delay=0.0):
+    def __init__(self, rate=DEFAULT_RATE, queue=DEFAULT_QUEUE, delay=0.0, scaleup_domain=0.0):
         if not rate > 0:
             raise TestbedError(f"link rate must be positive (got {rate!r} Mbit/s): use e.g. --rate 10")
         positive_int("queue (packets)", queue)
-        self.rate, self.queue = float(rate), queue
+        self.rate, self.queue, self.scaleup_domain = float(rate), queue, 0.0
         self.delay = delay       # ms one-way delay of every link (netem; see switch_delay); 0: none
         self.hosts, self.switches, self.links = {}, {}, []
         self._ports_used = {}
         self.build()
+        with_scaleup(self, scaleup_domain)
 
     def build(self):
         raise NotImplementedError
@@ -153,6 +173,33 @@ class Topology:
         link = Link(a, self._next_port(a), b, self._next_port(b), rate or self.rate, self.queue)
         self.links.append(link)
         return link
+
+    # --- the scale-up domain ---------------------------------------------------------------
+    def same_server(self, a, b):
+        """Whether hosts a and b are two accelerators of one server joined by its scale-up domain."""
+        return bool(self.scaleup_domain) and a != b and self.hosts[a].server == self.hosts[b].server
+
+    def scaleup_ip(self, host):
+        block, number = divmod(self.hosts[host].index, EMULATED_HOSTS)
+        return f"10.{block}.{SCALEUP_SUBNET}.{number + 1}"
+
+    def scaleup_port(self, host, peer):
+        """The name of host's end of its scale-up link to peer (a port of no switch)."""
+        return f"su{self.hosts[peer].index}"
+
+    def scaleup_pairs(self):
+        """[(a, b)]: every two hosts of one server, a before b, where there is a scale-up domain."""
+        if not self.scaleup_domain:
+            return []
+        by = {}
+        for host in sorted(self.hosts.values(), key=lambda h: h.index):
+            by.setdefault(host.server, []).append(host.name)
+        return [(a, b) for hosts in by.values() for i, a in enumerate(hosts) for b in hosts[i + 1:]]
+
+    def scaleup_links(self):
+        """The scale-up domain's links, ends named (host, scaleup_port): for the model."""
+        return [Link(a, self.scaleup_port(a, b), b, self.scaleup_port(b, a), self.rate * self.scaleup_domain,
+                     self.queue) for a, b in self.scaleup_pairs()]
 
     # --- queries --------------------------------------------------------------------------
     def nic_ports(self):
@@ -263,7 +310,8 @@ class Topology:
 
     def describe(self):
         return (f"{self.name}: {len(self.hosts)} hosts, {len(self.switches)} switches, "
-                f"{len(self.links)} links at {self.rate:g} Mbit/s" + (f" + {self.delay:g} ms" if self.delay else ""))
+                f"{len(self.links)} links at {self.rate:g} Mbit/s" + (f" + {self.delay:g} ms" if self.delay else "")
+                + (f"; each server's scale-up domain at {self.scaleup_domain:g}x" if self.scaleup_domain else ""))
 
     @property
     def spec(self):
@@ -282,4 +330,5 @@ class Topology:
             "hosts": [{"name": h.name, "server": h.server, "rail": h.rail,
                        "ports": [dict(vars(p)) for p in h.ports]} for h in self.hosts.values()],
             "links": [dict(vars(link)) for link in self.links],
+            **({"scaleup_domain": self.scaleup_domain} if self.scaleup_domain else {}),
         }

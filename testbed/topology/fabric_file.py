@@ -68,7 +68,8 @@ class FabricFile(Topology):
         self.path, self.data = str(path), data
         self.shared_nic_address = bool(data.get("shared_nic_address", False))
         super().__init__(rate=data.get("rate_mbit", rate or DEFAULT_RATE),
-                         queue=data.get("queue_packets", queue or DEFAULT_QUEUE), delay=delay)
+                         queue=data.get("queue_packets", queue or DEFAULT_QUEUE), delay=delay,
+                         scaleup_domain=data.get("scaleup_domain", 0.0))
 
     @property
     def name(self):

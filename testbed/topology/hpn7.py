@@ -119,6 +119,6 @@ def plane_forms(base, capacity=HPN_UPLINK_CAPACITY, **kw):
     """[single plane, dual plane] of the HPN7 base: the same ToRs, uplinks per ToR and uplink rate
     (a ToR's uplinks carry `capacity` times its NIC-facing capacity); only the wiring differs."""
     ratio = uplink_ratio(capacity, base.servers, base.aggs)
-    kw = {"rate": base.rate, "queue": base.queue, "delay": base.delay, **kw}
+    kw = {"rate": base.rate, "queue": base.queue, "delay": base.delay, "scaleup_domain": base.scaleup_domain, **kw}
     return [HPN7(base.segments, base.servers, base.rails, base.aggs, planes=p, tors=2, cores=base.cores,
                  uplink_ratio=ratio, **kw) for p in (1, 2)]

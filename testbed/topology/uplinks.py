@@ -21,12 +21,12 @@ def faster_uplinks(topo, ratio, asked=None):
             raise TestbedError(f"{asked} divides the spines by {ratio}: give a spine count that "
                                f"{ratio} divides (got {topo.spines})")
         return LeafSpine(topo.leaves, topo.spines // ratio, topo.hosts_per_leaf, uplink_ratio=ratio * topo.uplink_ratio,
-                         rate=topo.rate, queue=topo.queue, delay=topo.delay)
+                         rate=topo.rate, queue=topo.queue, delay=topo.delay, scaleup_domain=topo.scaleup_domain)
     if isinstance(topo, HPN7):
         if topo.aggs % ratio:
             raise TestbedError(f"{asked} divides the aggregation switches per plane by {ratio}: give "
                                f"an A that {ratio} divides (got {topo.aggs})")
         return HPN7(topo.segments, topo.servers, topo.rails, topo.aggs // ratio, planes=topo.planes, tors=topo.tors,
                     cores=topo.cores, uplink_ratio=ratio * topo.uplink_ratio, rate=topo.rate, queue=topo.queue,
-                    delay=topo.delay)
+                    delay=topo.delay, scaleup_domain=topo.scaleup_domain)
     raise TestbedError(f"{asked} needs a leaf-spine or HPN7 fabric (got {topo.name}): leave it out on this one")

@@ -25,3 +25,20 @@ def test_the_control_class_lets_the_alltoall_s_rounds_run_at_the_link(tmp_path):
     on, off = alltoall(tmp_path, True), alltoall(tmp_path, False)
     assert median_busbw_over_link(on) >= 0.85, on
     assert median_busbw_over_link(on) >= 1.25 * median_busbw_over_link(off), (on, off)
+
+
+def test_under_job_priorities_a_low_job_s_small_collectives_never_ride_the_high_class(tmp_path):
+    """A job without a class of its own, its 1 KiB allreduces one frame per message (their data
+    both ways on one connection, the one the receiver accepted), under strict job priorities: not
+    one of its packets passes a switch port in the high class."""
+    from testbed.api.jobs import Job
+    from testbed.collectives.workload import data_parallel
+    from testbed.emulation import shaping
+    w = data_parallel(4, 1024, 0.0)
+    low = Job("low", w, w.groups(), ("h0", "h2", "h4", "h6"), port=7000)
+    with testbed.emulate(testbed.fabric("leafspine:2,2,4"), folder=tmp_path / "priority", priority="strict") as emu:
+        (row,) = emu.jobs([low], iters=20)
+        with shaping.netlink() as ipr:
+            high = [dict(q.get_attr("TCA_STATS2").get_attr("TCA_STATS_BASIC"))["packets"]
+                    for q in ipr.get_qdiscs() if q["handle"] == shaping.FIFO_HIGH]
+    assert row["wrong"] == 0 and high and sum(high) == 0, high
