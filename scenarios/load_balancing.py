@@ -23,25 +23,29 @@ time from the paths its connections took (measured/model per trial). Each scheme
 is a paired ratio with its 95% interval. The flow model then runs the streams and uplinks schemes on
 a fabric of the papers' scale (`--model-topology`) over many draws, beside the published figures.
 """
-import statistics
 from dataclasses import dataclass
 
 from scenarios.common import add_fabric_arguments, add_seed_argument, at_least, counts, fabric, names, positive, seed_of
-from testbed import routing
 from testbed.api import Comm
 from testbed.api.jobs import Job
 from testbed.collectives import workload as workloads
-from testbed.collectives.connections import rank_connections
 from testbed.collectives.data import ELEMENT_BYTES
-from testbed.collectives.placements import place
+from testbed.collectives.placements import part_of_racks, place
 from testbed.errors import TestbedError
 from testbed.experiments.claims import Claim
-from testbed.experiments.trials import Form, compare, run_trials
-from testbed.fidelity import predict
+from testbed.experiments.scheme_models import (
+    comparisons,
+    gain_lines,
+    model_ratio_lines,
+    rail_lines,
+    rail_rows,
+    scale_model_lines,
+    spread_lines,
+)
+from testbed.experiments.trials import Form, run_trials
 from testbed.fidelity.verdict import describe_all
 from testbed.report import figures
-from testbed.routing.hashing import Draw, Placer
-from testbed.topology import HPN7, LeafSpine, from_spec
+from testbed.topology import HPN7, from_spec
 from testbed.topology.uplinks import faster_uplinks
 
 NAME = "load_balancing"
@@ -140,23 +144,6 @@ def rail_forms(text, args):
     return rail, optimised
 
 
-def racks(topo):
-    """[[host names] per rack]: a leaf's hosts, or an HPN7 segment's servers' accelerators."""
-    by = {}
-    for host in topo.hosts.values():
-        key = host.server if isinstance(topo, LeafSpine) else topo.segment_of(host) if isinstance(topo, HPN7) \
-            else host.server
-        by.setdefault(key, []).append(host.name)
-    return [sorted(hosts, key=lambda h: topo.hosts[h].index) for _, hosts in sorted(by.items())]
-
-
-def part_of_racks(topo, share):
-    """The first `share` of every rack's hosts, a power of two in all (HD's need), in index order."""
-    chosen = [h for rack in racks(topo) for h in rack[:max(1, round(share * len(rack)))]]
-    power = 1 << (len(chosen).bit_length() - 1)
-    return sorted(chosen[:power], key=lambda h: topo.hosts[h].index)
-
-
 def prepare(args):
     positive(args, "workload_gbit")
     at_least(args.bytes, ELEMENT_BYTES * 16, "--bytes")
@@ -207,7 +194,6 @@ def prepare(args):
                 seed, model_topo, at_least(args.model_draws, 2, "--model-draws"), rails)
 
 
-# --- measuring -------------------------------------------------------------------------------
 def builds(plan, fab):
     """[(build label, fabric, routing, [(scheme, job, streams)])] of one fabric in a trial."""
     ecmp = [("ecmp", "all", 1)] + ([(f"streams-{n}", "all", n) for n in plan.streams if n > 1]
@@ -236,7 +222,8 @@ def forms(plan):
     for label, topo in zip(("rail-only", "rail-optimised"), plan.rails):
         # both deterministic: the comparison is of the fabrics, not of ECMP's luck, which only one would carry
         out[label] = (Form(label, topo, "deterministic"),
-                      lambda emu, draw, trial, label=label: measure_rails(emu, plan, label, draw))
+                      lambda emu, draw, trial, label=label: rail_rows(emu, plan.collectives, VARIANTS, plan.size,
+                                                                      plan.iters, label, draw))
     return out
 
 
@@ -262,112 +249,6 @@ def measure_build(emu, plan, fab, measured, draw, trial):
             yield dict(row, fabric=fab.label, scheme=scheme, job=job, streams=streams, workload="workload",
                        busbw_over_link=None,
                        iteration_inverse=1 / row["iteration_s"] if row.get("iteration_s") else None)
-
-
-def measure_rails(emu, plan, label, draw):
-    """Each collective over every accelerator of one of the rail comparison's fabrics."""
-    for collective in plan.collectives:
-        schedule, hosts = place(VARIANTS[collective], emu.topo, collective)
-        got = emu.collectives([Comm(schedule, tuple(hosts), 1, f"{collective} {label}")], plan.size,
-                              iters=plan.iters, draw=draw, name=f"{label}-{collective}")
-        yield dict(got.rows[0], fabric="rails", scheme=label, job="all", streams=1, workload=collective,
-                   time_s=got.rows[0]["time_us"] / 1e6)
-
-
-def rail_lines(rows):
-    """Rail-only's time over the rail-optimised fabric's, per collective, paired by trial."""
-    mine = [r for r in rows if r["fabric"] == "rails"]
-    lines = []
-    for collective in dict.fromkeys(r["workload"] for r in mine):
-        c = compare([r for r in mine if r["workload"] == collective], ("rail-optimised", "rail-only"), "time_s",
-                    f"{collective} time (s)", 3)
-        lines.append(f"  {c.line()}")
-    return (["rail-only against rail-optimised of the same size (time; paper: all-to-all +8.2% to +11.2%):"]
-            + lines) if lines else []
-
-
-def baseline(scheme):
-    return "ecmp-part" if scheme == "pinned-part" else "ecmp"
-
-
-def usable(row):
-    """A row a comparison counts: not one the verdict found the emulator's (CPU saturated)."""
-    return not row.get("emulator_bottleneck")
-
-
-def comparisons(plan, rows):
-    """Each scheme against its ECMP baseline, per fabric and workload, paired by trial, over the
-    rows the emulator did not bound (a trial with one left out is named in the comparison's line)."""
-    out = []
-    for fab in plan.fabrics_:
-        mine = [r for r in rows if r["fabric"] == fab.label and r["fabric"] != "rails"]
-        schemes = list(dict.fromkeys(r["scheme"] for r in mine if r["scheme"] not in ("ecmp", "ecmp-part")))
-        for workload in dict.fromkeys(r["workload"] for r in mine):
-            key = "iteration_inverse" if workload == "workload" else "busbw_over_link"
-            these = [r for r in mine if r["workload"] == workload]
-            for scheme in schemes:
-                out.append((fab.label, workload, scheme,
-                            compare(these, (baseline(scheme), scheme), key,
-                                    f"{fab.label} {workload} {key.replace('_', ' ')}", 3, where=usable)))
-    return out
-
-
-def spread_lines(plan, rows):
-    """ECMP's own draw-to-draw spread, per fabric and workload: pairing cancels what both forms of a
-    trial share, not the hash luck only ECMP has."""
-    lines = []
-    for fab in plan.fabrics_:
-        for workload in dict.fromkeys(r["workload"] for r in rows if r["fabric"] == fab.label):
-            key = "iteration_inverse" if workload == "workload" else "busbw_over_link"
-            values = sorted(r[key] for r in rows if (r["fabric"], r["workload"], r["scheme"]) ==
-                            (fab.label, workload, "ecmp") and r.get(key) is not None)
-            if len(values) > 1:
-                mean = statistics.mean(values)
-                lines.append(f"  {fab.label} {workload}: ECMP's {key.replace('_', ' ')} {mean:.3f} over {len(values)} "
-                             f"draws, range {values[0]:.3f}-{values[-1]:.3f} (coefficient of variation "
-                             f"{statistics.stdev(values) / mean:.0%})")
-    return (["ECMP's own spread from draw to draw (the luck a gain over ECMP carries):"] + lines) if lines else []
-
-
-# --- the model at the papers' scale ------------------------------------------------------------
-def model_busbw(topo, routes, schedule, hosts, streams, count, seed, mtu):
-    """The flow model's HD allreduce busbw over the link for one draw of 5-tuples."""
-    placer = Placer(topo, routes, "hash")
-    conns = rank_connections(schedule, list(hosts), [7000] * len(hosts), streams, Draw(seed))
-    flat = [c for peers in conns.values() for cs in peers.values() for c in cs]
-    seconds = predict.collective_times(topo, [(schedule, conns, count)], {c: placer.path(c) for c in flat}, mtu)[0]
-    return 2 * (len(hosts) - 1) / len(hosts) * count * ELEMENT_BYTES / seconds / topo.bytes_per_s
-
-
-def scale_model_lines(plan):
-    """The schemes the model can run without the emulation, on the model fabric: HD allreduce
-    busbw over the link, each scheme against ECMP over the same draws."""
-    topo = plan.model_topo
-    schedule, hosts = place("hd", topo)
-    part = part_of_racks(topo, 0.5)
-    count = plan.size // ELEMENT_BYTES
-    lines = [f"flow model on {topo.describe()} (HD allreduce, {plan.model_draws} draws; busbw over the link, "
-             "mean [95% interval]):"]
-    ecmp = routing.plan(topo, "ecmp")
-    forms = [("ecmp", topo, ecmp, hosts, 1)] + ([(f"streams-{n}", topo, ecmp, hosts, n) for n in plan.streams if n > 1]
-                                                 if "streams" in plan.schemes else [])
-    if "uplinks" in plan.schemes:
-        try:
-            fast = faster_uplinks(topo, 2, "uplinks-2x")
-            forms.append(("uplinks-2x", fast, routing.plan(fast, "ecmp"), hosts, 1))
-        except TestbedError:
-            pass
-    if "pinned" in plan.schemes:
-        forms += [("ecmp-part", topo, ecmp, part, 1), ("pinned-part", topo, routing.plan(topo, "pinned"), part, 1)]
-    rows = [{"trial": d, "form": label,
-             "busbw": model_busbw(fabric, routes, schedule, job, streams, count, plan.seed + 1000 + d, plan.mtu)}
-            for label, fabric, routes, job, streams in forms for d in range(plan.model_draws)]
-    for label, *_ in forms:
-        if label not in ("ecmp", "ecmp-part"):
-            c = compare(rows, (baseline(label), label), "busbw", f"model {label}", 3)
-            lines.append(f"  {c.line()}")
-    lines += [f"  paper, {k}: {v}" for k, v in PAPERS.items() if k in plan.schemes]
-    return lines
 
 
 def heading(plan):
@@ -400,22 +281,14 @@ def run(plan, experiment):
                            mtu=plan.mtu, on_row=lambda row: experiment.row(dict(row, form=row["scheme"]), line(row),
                                                                            csv="load_balancing.csv"))
     rows = experiment.rows
-    compared = comparisons(plan, rows)
+    compared = comparisons([f.label for f in plan.fabrics_], rows)
     experiment.about["summary"] = [dict(c.to_dict(), fabric=f, workload=w, scheme=s) for f, w, s, c in compared]
     for f, w, s, c in compared:
         experiment.headline.update(c.headline(f"{f} {w} {s}"))
-    bound = [r for r in rows if not usable(r)]
-    lines = ["gain over ECMP with one connection per peer (pinned-part: over ECMP on the same part of the racks), "
-             "paired by trial, mean [95% interval]" + (f"; {len(bound)} rows the emulator bounded (CPU saturated) "
-                                                        "are left out" if bound else "") + ":"]
-    lines += [f"  {s:12s} {c.line()}" for _, _, s, c in compared]
-    lines += spread_lines(plan, rows)
-    ratios = [r["measured_over_model"] for r in rows if r.get("measured_over_model") is not None]
-    if ratios:
-        lines.append(f"measured/model per run: median {statistics.median(ratios):.2f} (range {min(ratios):.2f}-"
-                     f"{max(ratios):.2f}, {len(ratios)} runs)")
-    lines += rail_lines(rows)
-    lines += scale_model_lines(plan)
+    lines = gain_lines(compared, rows) + spread_lines([f.label for f in plan.fabrics_], rows) + \
+        model_ratio_lines(rows) + rail_lines(rows)
+    lines += scale_model_lines(plan.model_topo, plan.schemes, plan.streams, plan.size, plan.model_draws, plan.seed,
+                               plan.mtu, PAPERS)
     lines.append(describe_all([r for r in rows if "emulator_bottleneck" in r],
                               lambda r: f"trial {r['trial']} {r['fabric']} {r['scheme']} {r['workload']}"))
     lines.append(f"#wrong over every iteration: {experiment.wrong}")

@@ -34,11 +34,10 @@ from scenarios.common import (
     seed_of,
 )
 from testbed.api.fabric import check_delay
-from testbed.api.jobs import NVLINK_GBIT, Job, bus_bytes
+from testbed.api.jobs import NVLINK_GBIT, Job
 from testbed.api.sweep import check_memory
 from testbed.collectives import workload as workloads
 from testbed.collectives.data import ELEMENT_BYTES
-from testbed.collectives.parallelism import KINDS
 from testbed.collectives.placements import place, place_jobs, servers
 from testbed.collectives.schedules import HalvingDoubling, Ring
 from testbed.collectives.training import compute_seconds, linear_ratio, train
@@ -47,6 +46,7 @@ from testbed.emulation import preflight
 from testbed.emulation.capacity import capacity, check_link_rate, check_mtu, largest_faithful_ranks
 from testbed.errors import TestbedError
 from testbed.experiments.claims import Claim
+from testbed.experiments.job_models import all_ranks_bytes, group_lines, scale_note
 from testbed.experiments.trials import Form, run_once
 from testbed.fidelity.verdict import describe_all, flag
 from testbed.report import figures
@@ -222,58 +222,10 @@ def job_hosts(system, topo, hosts, ranks):
     return hosts if system == "single-nic-hd" else place_jobs(topo, [ranks])[0]
 
 
-def all_ranks_bytes(job):
-    """What one iteration of the same collectives put on the fabric when every one spanned all of
-    the job's ranks (the replay before groups)."""
-    n = len(job.hosts)
-    return round(sum(bus_bytes(c, n, scaled_count(size, job.scale, n) * ELEMENT_BYTES)
-                     for c, size in ((s.collective, s.size) for s in job.phases()[0])))
-
-
-def group_lines(row):
-    """Per group kind: the communication the iteration waited for (a weight gradient's collective
-    overlaps the backward pass, as in SimAI, and counts only where the next forward waits for it),
-    its share of the iteration, and bytes on the fabric and inside servers; the pipeline's bubble."""
-    lines = []
-    for kind in KINDS:
-        if f"{kind}_s" in row:
-            lines.append(f"  {'':22s} {kind:5s} {row[f'{kind}_s'] * 1e3:9.1f} ms exposed "
-                         f"({row[f'{kind}_share']:.0%} of the iteration)  fabric "
-                         f"{row[f'{kind}_fabric_bytes'] / 1e6:9.2f} MB  inside servers "
-                         f"{row[f'{kind}_scaleup_bytes'] / 1e6:9.2f} MB")
-    if row.get("bubble_s"):
-        share = row["bubble_s"] / row["iteration_s"]
-        lines.append(f"  {'':22s} pipeline bubble {row['bubble_s'] * 1e3:.1f} ms ({share:.0%} of the iteration; "
-                     "SimAI's: the stage's time x (pp - 1) / (ga x vpp))")
-    fabric = sum(row.get(f"{kind}_fabric_bytes", 0) for kind in KINDS)
-    every = row["all_ranks_fabric_bytes"]
-    lines.append(f"  {'':22s} on the fabric per iteration {fabric / 1e6:.2f} MB: {fabric / max(every, 1):.2f} of the "
-                 f"{every / 1e6:.2f} MB the same collectives over all the ranks would put there")
-    return lines
-
-
-BYTES_DOMINATE = 64 << 10     # a collective this large or larger is mostly bytes on the wire here, not steps
-
-
-def scale_note(plan):
-    """The replay's scale said first: at the default --workload-gbit every collective shrinks to a
-    few hundred bytes, and a kind's time is then the emulator's per-step latency, not its bytes."""
-    largest = max((scaled_count(size, job.scale, job.parallelism.size(kind)) * ELEMENT_BYTES, size)
-                  for job in plan.jobs.values() for kind, size in ((s.kind, s.size) for s in job.phases()[0]))
-    scaled, written = largest
-    if scaled >= BYTES_DOMINATE:
-        return [f"# the largest collective replayed is {scaled} B ({written} B as written): bytes dominate its time"]
-    rate_gbit = plan.scale * plan.workload_gbit
-    needed = rate_gbit * written / BYTES_DOMINATE
-    return [f"# NOTE: at this scale the largest collective replayed is {scaled} B ({written} B as written x "
-            f"{plan.scale:.3g}): every kind's time is mostly the emulator's per-step latency, not its bytes; "
-            f"--workload-gbit {needed:.3g} or less makes it {BYTES_DOMINATE >> 10} KiB (iterations then last longer)"]
-
-
 def run(plan, experiment):
     if plan.workload:
         w = plan.workload
-        experiment.header(*scale_note(plan))
+        experiment.header(*scale_note(plan.jobs.values(), plan.scale, plan.workload_gbit))
         experiment.header(
             f"# {NAME}: workload {w.path} ({w.parallelism}, {len(w.layers)} layers, collectives "
             f"{', '.join(w.collectives())}), sizes x {plan.scale:.3g} (--rate over --workload-gbit), "

@@ -10,7 +10,11 @@ from testbed.emulation import faults
 from testbed.emulation.controller import port_events
 from testbed.emulation.events import Event, Timeline
 from testbed.errors import TestbedError
+from testbed.experiments import fault_trials
+from testbed.fidelity.diagnosis import KINDS as FOUND_KINDS
 from testbed.fidelity.diagnosis import Finding
+from testbed.report import fault_scores
+from testbed.report.paired import wilson
 from testbed.topology import HPN7, BiGraph, LeafSpine
 
 
@@ -73,20 +77,21 @@ def test_random_faults_are_placed_where_the_job_is_and_scored_by_place():
     links = [topo.link_at("tb1", 1), topo.link_at("tb1", 3), topo.link_at("tb5", 1)]
     rng = random.Random(1)
     for kind in ("slow-link", "link-down", "flap", "switch-down", "slow-rank", "hang-rank"):
-        fault = fl.place_fault(faults.Fault(kind, "", 0.3, 0, 5), topo, links, rng, 16)
+        fault = fault_trials.place_fault(faults.Fault(kind, "", 0.3, 0, 5), topo, links, rng, 16)
         fault.check(topo, 16)
-        expected = fl.expected_place(fault, topo)
+        expected = fault_trials.expected_place(fault, topo)
         if kind in ("slow-link", "link-down", "flap"):
             ends = [{topo.label(n) if n in topo.switches else n for n in (link.a, link.b)} for link in links]
             assert expected in ends
         if kind == "switch-down":
             assert expected <= {topo.label(n) for link in links for n in (link.a, link.b) if n in topo.switches}
     found = Finding("link-slow", "L1-U0", 0.9, "")
-    assert fl.found_place(found) == fl.expected_place(faults.Fault.parse("slow-link:U0-L1:0.3"), topo)
+    injected = faults.Fault.parse("slow-link:U0-L1:0.3")
+    assert fault_trials.found_place(found) == fault_trials.expected_place(injected, topo)
     hpn = HPN7(2, 2, 2, 2)
     host_links = [link for link in hpn.links if "h0" in (link.a, link.b)]
-    fault = fl.place_fault(faults.Fault("port-down", "", 0, 0, 5), hpn, host_links, rng, 8)
-    assert fault.where in ("h0:0", "h0:1") and len(fl.expected_place(fault, hpn)) == 2
+    fault = fault_trials.place_fault(faults.Fault("port-down", "", 0, 0, 5), hpn, host_links, rng, 8)
+    assert fault.where in ("h0:0", "h0:1") and len(fault_trials.expected_place(fault, hpn)) == 2
 
 
 def test_trials_cycle_through_the_kinds_each_fabric_has():
@@ -110,14 +115,14 @@ def test_a_design_comparison_puts_the_same_fault_in_both_forms():
         for x, y in zip(a.trials, b.trials):
             x.fault.check(a.topo, 8)
             y.fault.check(b.topo, len(b.topo.hosts))
-            assert fl.expected_place(x.fault, a.topo) <= fl.expected_place(y.fault, b.topo) | \
-                fl.expected_place(x.fault, a.topo)
+            assert fault_trials.expected_place(x.fault, a.topo) <= fault_trials.expected_place(y.fault, b.topo) | \
+                fault_trials.expected_place(x.fault, a.topo)
     single = fl.design_runs("tor", [HPN7(2, 2, 2, 2)], Args, random.Random(5))[1]
     assert all(len(t.fault.where.split("-")) == 2 for t in single.trials) and single.topo.tors == 1
 
 
 def test_the_score_has_a_confusion_table_and_wilson_intervals():
-    share, lo, hi = fl.wilson(9, 10)
+    share, lo, hi = wilson(9, 10)
     assert share == 0.9 and 0.55 < lo < 0.6 and 0.98 < hi < 0.99
     rows = [dict(injected="slow-link", found="link-slow", correct=True, kind_correct=True, detect_s=0.5,
                  during_over_before=0.5),
@@ -125,7 +130,7 @@ def test_the_score_has_a_confusion_table_and_wilson_intervals():
                  during_over_before=0.7),
             dict(injected="none", found="none", correct=True, kind_correct=True, detect_s=None,
                  during_over_before=1.0)]
-    lines = fl.summary_lines(rows)
+    lines = fault_scores.summary_lines(rows, fl.KINDS + ("loss",), FOUND_KINDS)
     assert any(line.startswith("  slow-link") and line.endswith("1/2") for line in lines)
     assert "located correctly (kind and place): 1 of 2 = 50%" in "\n".join(lines)
     assert "false alarms in fault-free trials: 0 of 1 = 0%" in "\n".join(lines)

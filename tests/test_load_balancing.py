@@ -5,7 +5,9 @@ import pytest
 import run_scenario
 from scenarios import load_balancing as lb
 from testbed import routing
+from testbed.collectives.placements import part_of_racks
 from testbed.errors import TestbedError
+from testbed.experiments import scheme_models
 from testbed.topology import HPN7, BiGraph, LeafSpine
 from testbed.topology.uplinks import faster_uplinks
 
@@ -38,12 +40,12 @@ def test_faster_uplinks_refuses_what_it_cannot_split_evenly(topo, ratio, says):
 
 
 def test_a_partly_allocated_job_takes_the_first_hosts_of_every_rack():
-    assert lb.part_of_racks(LeafSpine(4, 4, 4), 0.5) == ["h0", "h1", "h4", "h5", "h8", "h9", "h12", "h13"]
+    assert part_of_racks(LeafSpine(4, 4, 4), 0.5) == ["h0", "h1", "h4", "h5", "h8", "h9", "h12", "h13"]
     # pinned by destination, those hosts' indices fall on half the spines: Meta's failure case
     topo = LeafSpine(4, 4, 4)
     rules = routing.plan(topo, "pinned").rules[topo.switches["tb1"].dpid]
     up = {ports[0] for _, dst, ports in rules
-          if dst in {topo.hosts[h].ports[0].ip for h in lb.part_of_racks(topo, 0.5)} and ports[0] > 4}
+          if dst in {topo.hosts[h].ports[0].ip for h in part_of_racks(topo, 0.5)} and ports[0] > 4}
     assert len(up) == 2
 
 
@@ -54,13 +56,15 @@ def test_each_trial_builds_every_scheme_and_the_ecmp_runs_it_is_compared_with():
     built = {label: [scheme for scheme, _, _ in measured] for label, _, _, measured in lb.builds(plan, fabric)}
     assert built == {"ecmp": ["ecmp", "streams-2", "streams-4", "streams-8", "streams-16", "ecmp-part"],
                      "uplinks-2x": ["uplinks-2x"], "pinned": ["pinned", "pinned-part"], "planned": ["planned"]}
-    assert lb.baseline("pinned-part") == "ecmp-part" and lb.baseline("streams-4") == "ecmp"
+    assert scheme_models.baseline("pinned-part") == "ecmp-part" and scheme_models.baseline("streams-4") == "ecmp"
 
 
 def test_the_model_runs_every_scheme_it_can_at_the_papers_scale_beside_their_figures():
     args = run_scenario.parser().parse_args(["load_balancing", "--seed", "2", "--model-draws", "2",
                                              "--model-topology", "leafspine:4,8,8", "--stream-counts", "4"])
-    lines = lb.scale_model_lines(lb.prepare(args))
+    plan = lb.prepare(args)
+    lines = scheme_models.scale_model_lines(plan.model_topo, plan.schemes, plan.streams, plan.size, plan.model_draws,
+                                            plan.seed, plan.mtu, lb.PAPERS)
     said = "\n".join(lines)
     for label in ("model streams-4", "model uplinks-2x", "model pinned-part"):
         assert label in said

@@ -1,16 +1,17 @@
 """multi_job's flow model on one HPN 7.0 segment, without root: every job alone and together under
 each scheme, in every draw, and the comparisons it prints beside Crux's figures."""
 from scenarios import multi_job as mj
+from testbed.experiments import job_models
 
 
 def test_the_segment_model_compares_every_scheme_over_the_draws():
-    rows, jobs, order = mj.scale_model(seed=3, draws=2, mtu=9000)
-    assert len(jobs) == len(mj.SCALE_JOBS) and sorted(order) == list(range(len(jobs)))
+    rows, jobs, order = job_models.scale_model(seed=3, draws=2, mtu=9000)
+    assert len(jobs) == len(job_models.SCALE_JOBS) and sorted(order) == list(range(len(jobs)))
     assert {(r["form"], r["trial"]) for r in rows} == {(f, t) for f in ("alone", "ecmp", "priority", "paths")
                                                        for t in (0, 1)}
     for t in (0, 1):
         for form in ("ecmp", "priority", "paths"):
-            assert 0 < mj.utilisation(rows, jobs, form, t) <= 1
+            assert 0 < job_models.utilisation(rows, jobs, form, t) <= 1
     alone = {(r["trial"], r["job_index"]): r["iteration_s"] for r in rows if r["form"] == "alone"}
     for r in rows:
         if r["form"] == "ecmp":                      # together never beats alone under the same hashing
@@ -22,7 +23,7 @@ def test_a_job_has_the_same_5_tuples_alone_together_and_in_the_model(monkeypatch
     import run_scenario
     from testbed.routing import plan as routes
     plan = mj.prepare(run_scenario.parser().parse_args(["multi_job", "--seed", "5", "--trials", "2"]))
-    taken, connections = [], mj.job_connections
+    taken, connections = [], job_models.job_connections
 
     def recorded(topo, job, draw):
         schedule, conns = connections(topo, job, draw)
@@ -38,7 +39,7 @@ def test_a_job_has_the_same_5_tuples_alone_together_and_in_the_model(monkeypatch
                 recorded(plan.topo, job, draw)       # the run opens its connections from the draw
             return [{"iteration_s": 1.0, "wrong": 0} for _ in jobs]
 
-    monkeypatch.setattr(mj, "job_connections", recorded)
+    monkeypatch.setattr(job_models, "job_connections", recorded)
     (ecmp,) = [f for f in mj.forms(plan) if f.label == "ecmp"]
     list(mj.measure(plan, {})(Emu(), ecmp, None, 0, None))
     for job in plan.jobs:
@@ -55,9 +56,9 @@ def test_the_model_sends_each_connection_out_of_the_nic_port_its_turn_gives_it()
     from testbed.routing.hashing import Draw
     plan = mj.prepare(run_scenario.parser().parse_args(["multi_job", "--seed", "5", "--trials", "2"]))
     job = plan.jobs[0]
-    _, conns = mj.job_connections(plan.topo, job, Draw(11, mj.BOND))
+    _, conns = job_models.job_connections(plan.topo, job, Draw(11, mj.BOND))
     flat = [c for peers in conns.values() for cs in peers.values() for c in cs]
-    paths = mj.model_paths(plan.topo, routing.plan(plan.topo, "ecmp"), flat)
+    paths = job_models.model_paths(plan.topo, routing.plan(plan.topo, "ecmp"), flat)
     fabric = [c for c in flat if not plan.topo.same_server(c.src, c.dst)]   # the others: the scale-up domain
     for c in fabric:
         (host, port), *_ = paths[c]

@@ -211,6 +211,11 @@ class Emulated:
         fault.check(self.topo, len(watch.comm.hosts) if watch else 0)
         return fault.events(self.emulation, watch.rank_pids if watch else None, end)
 
+    def cpu_monitor(self):
+        """with emu.cpu_monitor() as cpu: ...; cpu.result(): how busy the machine, its busiest core and
+        Open vSwitch were over the span, with the verdict (``emulation.cpu``)."""
+        return self.emulation.cpu_monitor()
+
     def drain(self, links: Sequence) -> None:
         """Have the controller route around `links` (``topo.links``' entries) until the next
         drain() leaves them out: drain([]) puts every link back."""

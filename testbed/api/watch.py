@@ -41,6 +41,10 @@ class Watch:
         """Each rank's process id, in rank order (to slow or stop one: ``emulation.faults``)."""
         return [proc.pid for proc in self._group.coordinators[0].procs]
 
+    def connections(self):
+        """The connections the watched collective's data crosses (``collectives.connections``)."""
+        return self._group.data_connections(0, self.count)
+
     def now(self):
         return time.monotonic()
 

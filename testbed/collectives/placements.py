@@ -273,3 +273,20 @@ def place_jobs(topo, sizes, how="packed", seed=0):
         for job, n in enumerate(needed):
             owner[job], at = order[at:at + n], at + n
     return [[h for s in owner[job] for h in boxes[s]][:size] for job, size in enumerate(sizes)]
+
+
+def racks(topo):
+    """[[host names] per rack]: a leaf's hosts, an HPN7 segment's servers' accelerators, or else a
+    server's."""
+    by = {}
+    for host in topo.hosts.values():
+        key = topo.segment_of(host) if isinstance(topo, HPN7) else host.server
+        by.setdefault(key, []).append(host.name)
+    return [sorted(hosts, key=lambda h: topo.hosts[h].index) for _, hosts in sorted(by.items())]
+
+
+def part_of_racks(topo, share):
+    """The first `share` of every rack's hosts, a power of two in all (HD's need), in index order."""
+    chosen = [h for rack in racks(topo) for h in rack[:max(1, round(share * len(rack)))]]
+    power = 1 << (len(chosen).bit_length() - 1)
+    return sorted(chosen[:power], key=lambda h: topo.hosts[h].index)

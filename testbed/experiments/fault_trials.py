@@ -1,0 +1,176 @@
+"""The engine's fault trial: on a job running under watch (``api.Emulated.watch``), a stretch of the
+job as it runs, a fault placed where the job's traffic goes (a link its connections cross, a
+switch on their paths, one of its ranks) and undone after its time, the job settling, and the
+detector's finding against what was injected (kind and place), with the collective's bus
+bandwidth before and during the fault. ``fault_localisation`` runs its trials on it."""
+import time
+
+from testbed.emulation import faults
+from testbed.emulation.cpu import process_seconds
+from testbed.emulation.events import Timeline
+from testbed.errors import TestbedError
+from testbed.routing.hashing import Placer
+
+# what the detector should call each injected kind
+EXPECTED = {"slow-link": "link-slow", "link-down": "link-down", "flap": "link-down", "port-down": "link-down",
+            "switch-down": "switch-down", "slow-rank": "rank-slow", "hang-rank": "rank-hung", "loss": "link-slow"}
+STEP_S = 0.25            # the detector is asked again every STEP_S of the fault (time to detection)
+REACT_SETTLE_S = 0.5     # after rerouting, the flows' queues drain before the bandwidth counts
+
+
+def job_links(topo, emu, watch, draw):
+    """The links the job's connections cross, as hashing and the routes put them."""
+    placer = Placer(topo, emu.routing, draw.bond)
+    conns = watch.connections()
+    return sorted({topo.link_at(node, port) for c in conns for node, port in placer.path(c)},
+                  key=lambda link: (link.a, link.a_port, link.b, link.b_port))
+
+
+def place_fault(fault, topo, links, rng, ranks):
+    """The fault at a place the job uses, drawn with rng (a given fault keeps its place)."""
+    if fault.where:
+        return fault
+    label = lambda node: topo.label(node) if node in topo.switches else node
+    fabric_links = [link for link in links if all(n in topo.switches for n in (link.a, link.b))]
+    host_links = [link for link in links if link not in fabric_links]
+    single = [link for link in host_links if len(topo.hosts[link.a if link.a in topo.hosts else link.b].ports) == 1]
+    if fault.kind in ("slow-link", "loss"):
+        link = rng.choice(links)
+    elif fault.kind in ("link-down", "flap"):
+        link = rng.choice(fabric_links + single or links)
+    elif fault.kind == "port-down":
+        link = rng.choice([link for link in host_links if link not in single])
+        host = link.a if link.a in topo.hosts else link.b
+        port = next(i for i, nic in enumerate(topo.hosts[host].ports) if topo.attachment(nic) in link.ends())
+        return _with(fault, f"{host}:{port}")
+    elif fault.kind == "switch-down":
+        used = sorted({n for link in links for n in (link.a, link.b) if n in topo.switches})
+        return _with(fault, label(rng.choice(used)))
+    else:
+        return _with(fault, str(rng.randrange(ranks)))
+    return _with(fault, f"{label(link.a)}-{label(link.b)}")
+
+
+def _at_once(fault):
+    """The fault as it starts at the injection (its own `at` was the window before it)."""
+    return faults.Fault(fault.kind, fault.where, fault.how, 0.0, fault.lasting)
+
+
+def _with(fault, where, how=None):
+    return faults.Fault(fault.kind, where, fault.how if how is None else how, fault.at, fault.lasting,
+                        fault.iteration)
+
+
+def expected_place(fault, topo):
+    """Where the detector should say the fault is, as it says it."""
+    label = lambda node: topo.label(node) if node in topo.switches else node
+    if fault.kind in ("slow-link", "link-down", "flap", "loss"):
+        link = faults.find_link(topo, fault.where)
+        return frozenset((label(link.a), label(link.b)))
+    if fault.kind == "port-down":
+        link = faults.port_link(topo, fault.where)
+        return frozenset((label(link.a), label(link.b)))
+    if fault.kind == "switch-down":
+        return frozenset((label(faults.find_switch(topo, fault.where)),))
+    return frozenset((f"rank {fault.where}",))
+
+
+def found_place(finding):
+    if finding.kind in ("link-slow", "link-down"):
+        return frozenset(finding.where.split("-", 1))
+    return frozenset((finding.where,)) if finding.where else frozenset()
+
+
+def run_trial(emu, watch, trial, topo, links, rng, *, before, fault_for, react=False, stall_limit=20.0):
+    """One trial on a running watch (trial: its number, its fault or None, and for a slow rank the
+    CPU share as a fraction of its use): `before` seconds of the job, the fault for `fault_for`
+    seconds (rerouting around a link found slow, with `react`), the job settling; its row."""
+    fault = trial.fault and place_fault(trial.fault, topo, links, rng, len(watch.comm.hosts))
+    pids, start = watch.rank_pids, watch.now()
+    used = [process_seconds(pid) for pid in pids]
+    with emu.cpu_monitor() as cpu_before:
+        watch.wait(start + (fault.at if fault and fault.at else before))
+        if fault and fault.iteration:
+            first = len(watch.iterations)
+            while len(watch.iterations) < first + fault.iteration and watch.alive():
+                time.sleep(0.02)
+    inject = watch.now()
+    if fault and fault.kind == "slow-rank" and trial.share_of_use:
+        rank = int(fault.where)
+        use = (process_seconds(pids[rank]) - used[rank]) / (inject - start)
+        fault = _with(fault, fault.where, max(faults.CgroupLimit.MIN_SHARE, round(use * trial.share_of_use, 4)))
+    events = emu.fault(_at_once(fault), watch, end=fault_for) if fault else []
+    reacted = None
+    with emu.cpu_monitor() as cpu_during, Timeline(events) as timeline:
+        while watch.now() < inject + fault_for and watch.alive():
+            watch.wait(min(inject + fault_for, watch.now() + STEP_S))
+            if react and reacted is None:
+                link = drainable(topo, watch.diagnose((start, inject), (inject, watch.now())))
+                if link is not None:
+                    emu.drain([link])
+                    reacted = watch.now()
+    undone = watch.now()
+    if reacted is not None:
+        emu.drain([])
+    settle(watch, undone, stall_limit)
+    before, after = (start, inject), (inject, undone)
+    found = watch.diagnose(before, after)
+    expected = (EXPECTED[fault.kind], expected_place(fault, topo)) if fault else ("none", frozenset())
+    correct = (found.kind, found_place(found)) == expected
+    detect = first_detection(watch, before, inject, undone, expected) if fault and correct else None
+    b, d = watch.busbw(*before), watch.busbw(*after)
+    react = {}
+    if react:
+        settled = reacted + REACT_SETTLE_S if reacted is not None else None
+        react = {"react_s": None if reacted is None else round(reacted - inject, 2),
+                 "busbw_until_react_MBps": None if reacted is None else round(watch.busbw(inject, reacted) / 1e6, 4),
+                 "busbw_after_react_MBps": None if settled is None or settled >= undone else
+                 round(watch.busbw(settled, undone) / 1e6, 4)}
+    return {"fabric": topo.name, "trial": trial.number, "injected": fault.kind if fault else "none",
+            "where": fault.where if fault else "", "how": fault.how if fault else None,
+            "share_of_use": trial.share_of_use or None, "expected": expected[0],
+            "found": found.kind, "found_where": found.where, "confidence": round(found.confidence, 3),
+            "correct": correct, "kind_correct": found.kind == expected[0],
+            "detect_s": None if detect is None else round(detect, 2),
+            "busbw_before_MBps": round(b / 1e6, 4), "busbw_during_MBps": round(d / 1e6, 4),
+            "during_over_before": round(d / b, 3) if b else None, "iterations": len(watch.ran(start, watch.now())),
+            "wrong": watch.wrong(start, watch.now()), "evidence": found.evidence,
+            "events": [e.what for e in timeline.done],
+            "event_error": timeline.error, "job_error": watch.error,
+            "emulator_bottleneck": cpu_before.result()["emulator_bottleneck"] or
+            cpu_during.result()["emulator_bottleneck"],
+            "busiest_core": max(cpu_before.result()["busiest_core"], cpu_during.result()["busiest_core"]), **react}
+
+
+def drainable(topo, finding):
+    """The switch-to-switch link a finding names slow (one the fabric can route around), or None."""
+    if finding.kind != "link-slow":
+        return None
+    a, _, b = finding.where.partition("-")
+    try:
+        link = faults.find_link(topo, f"{a}-{b}")
+    except TestbedError:
+        return None
+    return link if link.a in topo.switches and link.b in topo.switches else None
+
+
+def settle(watch, undone, limit):
+    """Wait until the job ran two whole iterations after the fault was undone (TCP's retransmission
+    timer may hold a flow for seconds after a link comes back), at most `limit` seconds."""
+    deadline = undone + limit
+    while watch.alive() and watch.now() < deadline:
+        if sum(it["start"] >= undone for it in list(watch.iterations)) >= 2:
+            return
+        time.sleep(0.05)
+
+
+def first_detection(watch, before, inject, undone, expected):
+    """Seconds from the injection to the first moment the detector, asked every STEP_S, named the
+    fault correctly."""
+    t = inject + STEP_S
+    while t <= undone + 1e-9:
+        found = watch.diagnose(before, (inject, t))
+        if (found.kind, found_place(found)) == expected:
+            return t - inject
+        t += STEP_S
+    return undone - inject

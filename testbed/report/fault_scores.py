@@ -1,0 +1,108 @@
+"""A fault localisation's score from its trials' rows: the confusion of injected against found
+kinds, the shares located with their Wilson intervals, the time to the first right finding, what
+each kind cost the collective, and what rerouting regained."""
+import statistics
+
+from testbed.report.paired import Comparison, figure, interval, wilson
+
+
+def share_line(what, k, n):
+    share, lo, hi = wilson(k, n)
+    return f"{what}: {k} of {n}" + (f" = {share:.0%} [95% interval {lo:.0%}, {hi:.0%}]" if n else "")
+
+
+def confusion_lines(rows, kinds, found_kinds):
+    """Injected kind (rows, in the order of `kinds`) against found kind (columns)."""
+    injected = [k for k in kinds + ("none",) if any(r["injected"] == k for r in rows)]
+    width = max(len(k) for k in found_kinds) + 1
+    lines = [f"  {'injected / found':18s}" + "".join(f"{k:>{width}s}" for k in found_kinds) + "  located"]
+    for kind in injected:
+        mine = [r for r in rows if r["injected"] == kind]
+        cells = "".join(f"{sum(r['found'] == k for r in mine):>{width}d}" for k in found_kinds)
+        lines.append(f"  {kind:18s}{cells}  {sum(r['correct'] for r in mine)}/{len(mine)}")
+    return lines
+
+
+def cost_line(rows, kind):
+    """The collective's busbw during the fault over the same trial's window before: the mean of the
+    trials' ratios and its 95% interval (fabrics differ in busbw, so ratios, not MB/s, are pooled)."""
+    ratios = [r["during_over_before"] for r in rows if r["injected"] == kind and r["during_over_before"] is not None]
+    e = interval(ratios)
+    said = figure(e, 2) + (f" over {e.n} trials" if e.n != 1 else " (1 trial: no interval)")
+    return f"  {kind:12s} during/before {said}" + (f" (range {min(ratios):.2f}-{max(ratios):.2f})" if ratios else "")
+
+
+def summary_lines(rows, kinds, found_kinds):
+    """The score of trials whose faults were drawn from `kinds` and found as `found_kinds`."""
+    faulty = [r for r in rows if r["injected"] != "none"]
+    free = [r for r in rows if r["injected"] == "none"]
+    lines = ["confusion (trials):"] + confusion_lines(rows, kinds, found_kinds)
+    lines.append(share_line("located correctly (kind and place)", sum(r["correct"] for r in faulty), len(faulty)))
+    lines.append(share_line("kind right", sum(r["kind_correct"] for r in faulty), len(faulty)))
+    lines.append(share_line("false alarms in fault-free trials", sum(r["found"] != "none" for r in free), len(free)))
+    lines.append("time from injection to the first correct finding (s), per kind: median (range, trials):")
+    for kind in kinds:
+        times = sorted(r["detect_s"] for r in faulty if r["injected"] == kind and r["detect_s"] is not None)
+        if times:
+            lines.append(f"  {kind:12s} {statistics.median(times):5.2f} ({times[0]:.2f}-{times[-1]:.2f}, {len(times)})")
+    lines.append("cost: busbw during the fault over the trial's window before it, per kind (mean [95% interval]):")
+    for kind in kinds:
+        if any(r["injected"] == kind for r in faulty):
+            lines.append(cost_line(rows, kind))
+    if free:
+        lines.append(cost_line(rows, "none") + " (no fault: the window-to-window noise)")
+    reacted = [r for r in rows if r.get("busbw_after_react_MBps") is not None]
+    if any("react_s" in r for r in rows):
+        lines.append(f"reaction: {len(reacted)} trial(s) drained a link the detector named slow "
+                     f"({sum(r['injected'] == 'slow-link' and r['correct'] for r in reacted)} of them the slowed link)")
+        if reacted:
+            regained = Comparison("busbw under the fault", ("until the reaction", "after it"),
+                                  [(r["busbw_until_react_MBps"], r["busbw_after_react_MBps"]) for r in reacted], 3)
+            lines.append(f"  {regained.line()}")
+            shares = [r["busbw_after_react_MBps"] / r["busbw_before_MBps"] for r in reacted if r["busbw_before_MBps"]]
+            lines.append("  after it, of the window before the fault: " + ", ".join(f"{s:.2f}" for s in shares))
+    return lines
+
+
+def design_lines(designs, rows):
+    """Each design comparison ({design: (its two forms' labels)}): busbw during the fault over
+    before it, one form against the other, paired by trial (a difference: a fault that stops the
+    job leaves 0)."""
+    lines = []
+    for design, labels in designs.items():
+        value = {(r["trial"], r["run"]): r["during_over_before"] for r in rows if r["design"] == design}
+        trials = sorted({t for t, _ in value})
+        fault = next(r["injected"] for r in rows if r["design"] == design)
+        compared = Comparison(f"{design}: busbw during a {fault} over before", labels,
+                              [(value.get((t, labels[0])), value.get((t, labels[1]))) for t in trials], 2,
+                              by="difference")
+        lines.append(compared.line())
+    return (["what the design does about it (during/before, mean [95% interval]):"] +
+            [f"  {line}" for line in lines]) if lines else []
+
+
+def trial_line(row):
+    """A trial's row as it is printed: what was injected where, what was found, and its cost."""
+    said = (f"found {row['found']} {row['found_where']} ({row['confidence']:.2f})"
+            + (f" after {row['detect_s']:.2f} s" if row["detect_s"] is not None else ""))
+    how = f" {row['how']:g}" if row["how"] else ""
+    return (f"  {row['fabric']:30s} trial {row['trial']:2d} {row['injected']:11s} {row['where'] + how:26s} "
+            f"{said:54s} {'RIGHT' if row['correct'] else 'WRONG'}  busbw {row['during_over_before'] or 0:.2f} "
+            f"of before{'  BOTTLENECK' if row['emulator_bottleneck'] else ''}")
+
+
+def headline(rows):
+    """The figures a run's record keeps: the share of faults located (kind and place) and of
+    fault-free trials with a false alarm."""
+    faulty = [r for r in rows if r["injected"] != "none"]
+    free = [r for r in rows if r["injected"] == "none"]
+    return {"located (kind and place)": wilson(sum(r["correct"] for r in faulty), len(faulty))[0],
+            "false alarms": wilson(sum(r["found"] != "none" for r in free), len(free))[0]}
+
+
+def located_by_kind(rows, kinds):
+    """[(label, share located, Wilson low, high)] per injected kind, for a figure."""
+    faulty = [r for r in rows if r["injected"] != "none"]
+    return [(f"{k} located", *wilson(sum(r["correct"] for r in faulty if r["injected"] == k),
+                                     sum(r["injected"] == k for r in faulty)))
+            for k in kinds if any(r["injected"] == k for r in faulty)]
