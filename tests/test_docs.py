@@ -31,7 +31,7 @@ def test_every_scenario_has_its_page_and_the_readme_links_it():
 def test_each_command_of_the_docs_is_accepted(page, command):
     argv = shlex.split(command.split("#")[0])
     argv = [a for a in argv if not re.fullmatch(r"[|>].*|tee|\S+\.log", a)]
-    if not argv or argv[0] in ("...", "--list", "--cleanup", "--calibrate") or "--help" in argv:
+    if not argv or argv[0] in ("...", "--list", "--cleanup", "--calibrate", "--pages", "--stale") or "--help" in argv:
         return                                   # prose ("run_scenario.py ...") or no scenario run
     if argv[0].startswith("-"):
         argv = [DEFAULT] + argv

@@ -81,3 +81,21 @@ def test_rows_the_verdict_flagged_are_drawn_hollow_and_every_figure_has_its_titl
     assert (tmp_path / "busbw.png").read_bytes().startswith(PNG)
     plots.busbw_by_size(rows[1:2], tmp_path / "clean.png", 10)
     assert "flagged by the verdict" not in [t.get_text() for t in drawn["fig"].axes[0].get_legend().get_texts()]
+
+
+def test_every_column_the_core_rows_write_is_explained_in_the_results_page():
+    """docs/results.md names each column a collective's row, its verdict and a paired summary write."""
+    from pathlib import Path
+
+    from testbed.collectives.metrics import result_row
+    from testbed.emulation.cpu import CpuMonitor
+    from testbed.fidelity.verdict import judge
+    from testbed.report.paired import Comparison
+    page = (Path(__file__).resolve().parents[1] / "docs" / "results.md").read_text()
+    with CpuMonitor("user") as cpu:
+        pass
+    row = result_row("hdrm", 1024, [0.01, 0.02], 0, 16, 10.0, ports=2)
+    columns = set(row) | set(judge(row, cpu.result(), (0.01, True), 3)) | \
+        set(Comparison("x", ("a", "b"), [(1.0, 2.0), (1.0, 3.0)]).row())
+    missing = sorted(c for c in columns if f"`{c}`" not in page and not (c.endswith(("_lo", "_hi")) or c in "ab"))
+    assert missing == [], missing
