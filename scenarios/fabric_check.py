@@ -55,6 +55,6 @@ def run(plan, experiment):
     flows = [("longest path", check.summary["single_flow"])] + \
         [(f"parallel {f['src']} -> {f['dst']}", f) for f in check.summary["parallel_flows"]["flows"]]
     experiment.figure("flows.png", figures.intervals, [(label, f["ratio"], None, None) for label, f in flows],
-                      "goodput over what the flow's path carries", reference=0.85, fabric=topo.name)
+                      xlabel="goodput over what the flow's path carries", reference=0.85, fabric=topo.name)
     if not check.passed:
         experiment.failed = "the fabric check failed"

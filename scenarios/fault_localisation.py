@@ -293,5 +293,5 @@ def run(plan, experiment):
     experiment.headline.update(headline(located))
     experiment.say("\nsummary:", *[f"  {line}" for line in lines])
     experiment.figure("located.png", figures.intervals, located_by_kind(located, KINDS + ("loss",)),
-                      "share located (kind and place), 95% Wilson interval", reference=None,
+                      xlabel="share located (kind and place), 95% Wilson interval", reference=None,
                       fabric=", ".join(dict.fromkeys(r["fabric"] for r in rows)))

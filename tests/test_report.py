@@ -1,4 +1,6 @@
 """The figures are written as PNG from result rows (no root, no emulation)."""
+import pytest
+
 from testbed.report import figures as plots
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -81,6 +83,20 @@ def test_rows_the_verdict_flagged_are_drawn_hollow_and_every_figure_has_its_titl
     assert (tmp_path / "busbw.png").read_bytes().startswith(PNG)
     plots.busbw_by_size(rows[1:2], tmp_path / "clean.png", 10)
     assert "flagged by the verdict" not in [t.get_text() for t in drawn["fig"].axes[0].get_legend().get_texts()]
+
+
+def test_a_figure_is_written_into_the_run_s_folder_and_nowhere_else(tmp_path, monkeypatch):
+    """An argument meant for after the path (an axis label) is refused, not taken for the file's
+    name: fabric_check and fault_localisation once wrote their figures where the run started."""
+    from testbed.report.folder import RunFolder
+    monkeypatch.chdir(tmp_path)
+    folder = RunFolder(tmp_path / "run").create()
+    items = [("longest path", 0.99, None, None)]
+    with pytest.raises(TypeError):
+        folder.figure("flows.png", plots.intervals, items, "goodput over the link", fabric="f")
+    folder.figure("flows.png", plots.intervals, items, xlabel="goodput over the link", fabric="f")
+    assert (tmp_path / "run" / "flows.png").read_bytes().startswith(PNG)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
 
 
 def test_every_column_the_core_rows_write_is_explained_in_the_results_page():

@@ -108,7 +108,9 @@ class RunFolder:
         """draw(*args, path, title=..., **kwargs) from report.figures writes the PNG, titled with
         what it shows, the fabric (a name, or a few joined) and the run's date."""
         title = f"{name.rsplit('.', 1)[0].replace('_', ' ')}: {fabric} ({self.date})"
-        draw(*args, self._written(name), title=title, **kwargs)
+        # path by keyword: an argument meant for after it (an axis label) would otherwise become the
+        # file's name, written wherever the run was started
+        draw(*args, path=self._written(name), title=title, **kwargs)
         return self.path / name
 
     def listing(self):
