@@ -122,6 +122,20 @@ def system_fabric(system, ranks, rate, queue, delay, routing="ecmp", uplink_rati
     return topo, "deterministic", "hd", (schedule, hosts)
 
 
+
+def unfit(system, ranks, rate, limit, topo=None):
+    """Why `system` cannot run `ranks` ranks here (given its fabric: whether this machine forwards
+    what its NICs offer), or None."""
+    if topo is None:
+        if system == "hpn7-ring" and ranks < 2 * 2 * PER_SERVER:
+            return f"needs 16 ranks or more (two segments of {PER_SERVER}-accelerator servers; got {ranks})"
+        return None
+    offered = len(topo.nic_ports()) * rate
+    if limit is not None and offered > limit:
+        return (f"at {ranks} ranks offers {offered:g} Mbit/s ({len(topo.nic_ports())} NIC ports at {rate:g} Mbit/s), "
+                f"more than this machine forwards faithfully (about {limit} Mbit/s)")
+    return None
+
 @dataclass
 class Plan:
     points: list          # [(system, ranks, topology, routing mode, variant, (schedule, hosts))]
@@ -137,6 +151,7 @@ class Plan:
     schemes: str = ""         # the ECMP systems' routing and uplinks when not ECMP's and 1x
     seed: int = 0
     workload_gbit: float = 400.0
+    _left_out: dict = None    # {system: why} of the default systems this machine cannot run; not what runs
 
     @property
     def fabrics(self):
@@ -162,6 +177,7 @@ def prepare(args):
         raise TestbedError(f"{NAME} builds its own fabrics per system and rank count: leave out --topology")
     workload = workloads.read(args.workload) if args.workload is not None else None
     ranks = rank_counts(args, workload)
+    named = args.systems is not None
     systems = names(args.systems or ",".join(SYSTEMS if workload else SYNTHETIC), "--systems", SYSTEMS)
     datapath = preflight.datapath()      # the userspace datapath's limit must not cap the kernel's
     limit = capacity(args.mtu, datapath)
@@ -172,23 +188,29 @@ def prepare(args):
         if n > most:
             raise TestbedError(f"--ranks: {n} ranks at {args.rate:g} Mbit/s offer more than this machine forwards "
                                f"faithfully (about {limit} Mbit/s): use up to {most} ranks, or a lower --rate")
-        if "hpn7-ring" in systems and n < 2 * 2 * PER_SERVER:
-            raise TestbedError(f"--ranks: hpn7-ring needs 16 ranks or more (two segments of {PER_SERVER}-accelerator "
-                               f"servers; got {n}): leave it out of --systems or give more ranks")
     if not 0.05 <= args.comm_share <= 0.95:
         raise TestbedError(f"--comm-share must be between 0.05 and 0.95 (got {args.comm_share})")
     size = at_least(args.gradient_bytes, 4 * max(ranks), "--gradient-bytes", " (4 per rank)")
     delay = check_delay(args.delay)
-    points = [(s, n, *system_fabric(s, n, args.rate, args.queue, delay, args.routing, args.uplink_ratio))
-              for s in systems for n in ranks]
+    points, left_out = [], {}
+    for s in systems:
+        for n in ranks:
+            why = unfit(s, n, args.rate, limit)
+            if why is None:
+                points.append((s, n, *system_fabric(s, n, args.rate, args.queue, delay, args.routing,
+                                                    args.uplink_ratio)))
+                why = unfit(s, n, args.rate, limit, points[-1][2])
+            if why and named:
+                raise TestbedError(f"--systems: {s} {why}: leave it out of --systems, or give other --ranks "
+                                   "or a lower --rate")
+            if why:
+                left_out.setdefault(s, why)
+    points = [p for p in points if p[0] not in left_out]     # a system runs at every rank count or not at all
+    if not points:
+        raise TestbedError("no system fits: " + "; ".join(f"{s} {why}" for s, why in left_out.items()) +
+                           ": give other --ranks or a lower --rate")
     for point in points:
         with_scaleup(point[2], args.scaleup)
-    for system, n, topo, *_ in points:
-        offered = len(topo.nic_ports()) * args.rate
-        if limit is not None and offered > limit:
-            raise TestbedError(f"--ranks: {n} ranks of {system} at {args.rate:g} Mbit/s offer {offered:g} Mbit/s, more "
-                               f"than this machine forwards faithfully (about {limit} Mbit/s): use up to {most} ranks, "
-                               "or a lower --rate")
     base = ranks[0]
     compute = compute_seconds(size, base, points[0][2].bytes_per_s, args.comm_share)
     jobs, scale = {}, 1.0
@@ -213,7 +235,7 @@ def prepare(args):
         f"routing {args.routing}, uplinks {args.uplink_ratio}x as fast and {args.uplink_ratio}x fewer"
     return Plan(points, args.mtu, size, compute, at_least(args.iters, 1, "--iters"),
                 at_least(args.batch, 1, "--batch"), base, workload, scale, jobs, schemes, seed_of(args),
-                args.workload_gbit)
+                args.workload_gbit, left_out)
 
 
 def job_hosts(system, topo, hosts, ranks):
@@ -239,6 +261,8 @@ def run(plan, experiment):
                           f"rank; N0 = {plan.base}")
     if plan.schemes:
         experiment.header(f"#   clos-ecmp-hd and hpn7-ring: {plan.schemes}")
+    for system, why in (plan._left_out or {}).items():
+        experiment.header(f"# left out: {system} {why} (name it in --systems to be told how to run it)")
     experiment.header(f"# connections' source ports from seed {plan.seed}",
                       "# system           ranks  iteration(ms)  samples/s  linear ratio  #wrong  emulator")
     experiment.about.update(gradient_bytes=plan.gradient_bytes, compute_s=plan.compute_s, base_ranks=plan.base)

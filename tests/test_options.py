@@ -229,3 +229,22 @@ def test_every_numeric_option_refuses_a_negative_value_in_one_line(name, option)
         RunSettings(slots=args.slots, cpu_placement=args.cpu_placement)      # the run's settings, checked first
         SCENARIOS[name].prepare(args)
     assert "\n" not in str(e.value) and option.lstrip("-").split("-")[0] in str(e.value)
+
+
+def test_training_scaling_leaves_out_the_default_systems_this_machine_cannot_run_and_says_why(monkeypatch):
+    """A replay runs the systems that fit (a 32-rank HPN 7.0 offers 64 NIC ports' worth), names the
+    ones it left out, and refuses a system named in --systems that does not fit."""
+    from scenarios import training_scaling
+    monkeypatch.setattr(training_scaling, "capacity", lambda mtu, datapath: 400)
+    monkeypatch.setattr(training_scaling, "largest_faithful_ranks", lambda *a: 32)
+    parse = run_scenario.parser().parse_args
+    deepseek = ["training_scaling", "--workload", "tests/data/workloads/deepseek16b_tp2_pp2_ep4_32.txt"]
+    plan = training_scaling.prepare(parse(deepseek))
+    assert {p[0] for p in plan.points} == {"bigraph-hdrm", "bigraph-ring", "clos-ecmp-hd", "single-nic-hd"}
+    assert "640 Mbit/s" in plan._left_out["hpn7-ring"]
+    with pytest.raises(TestbedError, match="leave it out of --systems"):
+        training_scaling.prepare(parse(deepseek + ["--systems", "hpn7-ring,clos-ecmp-hd"]))
+    gpt = training_scaling.prepare(parse(["training_scaling", "--workload", "tests/data/workloads/gpt13b_tp4_16.txt"]))
+    assert "hpn7-ring" in {p[0] for p in gpt.points} and not gpt._left_out
+    small = training_scaling.prepare(parse(["training_scaling", "--ranks", "4,8", "--systems", "clos-ecmp-hd"]))
+    assert not small._left_out
