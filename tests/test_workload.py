@@ -88,6 +88,29 @@ def test_each_collective_runs_in_the_group_its_phase_and_suffix_name():
     assert tail == pytest.approx(6 * 100e-9)                           # the weight updates after the last
 
 
+def test_a_layer_s_forward_pass_waits_for_its_gradients_whether_or_not_it_has_a_collective():
+    """The replay's timeline: before the forward computation of every layer that issues a weight
+    gradient's collective, a wait for that collective of the iteration before. A data-parallel
+    job's only collective is its gradients' allreduce: without the wait its iterations took the
+    computation alone while the allreduces piled up behind them."""
+    synthetic = workload.data_parallel(8, 1 << 19, 1.7)
+    job = Job("dp", synthetic, synthetic.groups(), tuple(f"h{i}" for i in range(8)))
+    steps, _ = job.phases(waits=True)
+    assert [(s.phase, s.collective, s.compute_s) for s in steps] == [("wait", None, 0.0), ("weight_grad", "allreduce",
+                                                                                          pytest.approx(1.7))]
+    assert job.phases()[0] == steps[1:]                                # the collectives alone: unchanged
+    deepseek = workload.read(DATA / "deepseek16b_tp2_pp2_ep4_32.txt")
+    job = Job("ds", deepseek, deepseek.groups(), tuple(f"h{i}" for i in range(32)))
+    plain, tail = job.phases()
+    timed, same_tail = job.phases(waits=True)
+    assert [s.label for s in timed if s.phase != "wait"] == [s.label for s in plain]
+    assert sum(s.compute_s for s in timed) == pytest.approx(sum(s.compute_s for s in plain)) and tail == same_tail
+    waits = [(k, s) for k, s in enumerate(timed) if s.phase == "wait"]
+    assert {s.layer for _, s in waits} == {s.layer for s in plain if s.phase == "weight_grad"}
+    for k, wait in waits:                  # in the forward pass, after the layers before it only
+        assert all(s.phase in ("wait", "forward") and s.layer < wait.layer for s in timed[:k])
+
+
 def test_a_tensor_parallel_group_is_one_servers_accelerators_and_data_parallel_crosses_servers():
     gpt = workload.read(DATA / "gpt13b_tp4_16.txt")
     topo = BiGraph(2, 8)                       # 8 servers of 2: tp 4 spans two servers

@@ -107,12 +107,20 @@ class Job:
     streams: int = 1
     port: int | None = None   # its groups listen from this port on (None: after the other jobs' groups)
 
-    def phases(self):
+    def phases(self, waits=False):
         """([Step] of one iteration in the order SimAI's simulator runs them, the compute after the
-        last: the weight updates')."""
+        last: the weight updates'). waits: also a Step of phase "wait" (no collective) where the
+        forward pass of a layer that issues a weight gradient's collective begins: that layer's
+        computation waits there for the collective of the iteration before, whether or not its
+        forward pass has a collective of its own."""
         out, pending, forward_done = [], 0.0, False
         pipeline = self.parallelism.pp > 1 and self.workload.pipeline_bytes()
+        issuing = {index for index, _, name, phase in self.workload.sequence()
+                   if name == "weight_grad" and self._runs(name, phase)} if waits else set()
         for index, layer, name, phase in self.workload.sequence():
+            if name == "forward" and index in issuing:
+                out.append(Step(f"{layer} forward", index, "wait", pending, None, None, 0))
+                pending = 0.0
             if name != "forward" and not forward_done:
                 forward_done = True
                 if pipeline:
@@ -120,17 +128,20 @@ class Job:
                                     self.workload.pipeline_bytes()))
                     pending = 0.0
             pending += phase.compute_ns / 1e9
-            if phase.collective and phase.size:
-                kind = group_kind(name, phase.group)
-                if self.parallelism.size(kind) > 1:
-                    out.append(Step(f"{layer} {name}", index, name, pending, phase.collective, kind, phase.size))
-                    pending = 0.0
+            if self._runs(name, phase):
+                out.append(Step(f"{layer} {name}", index, name, pending, phase.collective,
+                                group_kind(name, phase.group), phase.size))
+                pending = 0.0
         if pipeline:
             out.append(Step("pipeline backward", -1, "pp_backward", pending, "pipeline_backward", "PP",
                             self.workload.pipeline_bytes()))
             pending = 0.0
         tail = pending + sum(layer.update_ns for layer in self.workload.layers) / 1e9
         return out, tail
+
+    def _runs(self, name, phase):
+        """Whether a phase's collective runs: it has one, of some bytes, in groups of two or more."""
+        return bool(phase.collective and phase.size and self.parallelism.size(group_kind(name, phase.group)) > 1)
 
     def check(self, topo):
         """Refuse, in one line, a job its fabric or its family cannot run."""
@@ -193,7 +204,7 @@ class JobRun:
 
     def __init__(self, emu, job, ports, draw=None, timeout=30.0):
         self.emu, self.job, self.ports, self.draw, self.timeout = emu, job, ports, draw, timeout
-        self.phases, self.tail = job.phases()
+        self.phases, self.tail = job.phases(waits=True)
         self.groups, self.workers, self.in_flight = {}, {}, {}      # in flight: {layer: [Future]}
         self.wrong, self._lock = 0, threading.Lock()
         pp = job.parallelism.pp
@@ -204,7 +215,8 @@ class JobRun:
         topo, job = self.emu.topo, self.job
         used = {}
         for step in self.phases:
-            used.setdefault(step.kind, dict.fromkeys([]))[step.collective] = None
+            if step.collective:
+                used.setdefault(step.kind, dict.fromkeys([]))[step.collective] = None
         with contextlib.ExitStack() as stack:
             for kind, collectives in used.items():
                 self.workers[kind] = stack.enter_context(ThreadPoolExecutor(1, thread_name_prefix=f"{kind}-"))
@@ -252,15 +264,16 @@ class JobRun:
         stage = 0.0              # the stage's compute and blocking collectives: what the bubble scales
         start = time.monotonic()
         for step in self.phases:
-            if step.phase == "forward" and step.layer in self.in_flight:
-                waited = time.monotonic()
-                for kind, future in self.in_flight.pop(step.layer):
-                    future.result()
-                    exposed[kind] += time.monotonic() - waited
-                    waited = time.monotonic()
             time.sleep(step.compute_s)
             if not step.phase.startswith("pp_"):
                 stage += step.compute_s
+            if step.phase == "wait":
+                waited = time.monotonic()
+                for kind, future in self.in_flight.pop(step.layer, []):
+                    future.result()
+                    exposed[kind] += time.monotonic() - waited
+                    waited = time.monotonic()
+                continue
             groups = self.groups[step.kind]
             ranks = job.parallelism.size(step.kind)
             count = scaled_count(step.size, job.scale, ranks)

@@ -21,3 +21,17 @@ def test_a_pipelined_file_replays_with_every_kind_checked(tmp_path):
     assert row["PP_fabric_bytes"] > 0 and row["DP_fabric_bytes"] > 0 and row["TP_scaleup_bytes"] > 0
     assert row["bubble_s"] > 0                                # pp 2, ga 2, vpp 2: a quarter of the stage's time
     assert row["DP_s"] < row["iteration_s"]
+
+
+def test_a_data_parallel_job_waits_for_its_gradients_before_the_next_iteration(tmp_path):
+    """Its only collective is the gradients' allreduce, issued without blocking: the next
+    iteration's forward pass waits for it, so an iteration is the computation and the allreduce,
+    as SimAI times it (not the computation alone, with the allreduces piling up)."""
+    topo = testbed.fabric("bigraph:2,4")
+    w = workload.data_parallel(8, 256 << 10, 0.2)
+    job = Job("dp", w, w.groups(), tuple(place_jobs(topo, [8])[0]), family="hd")
+    with testbed.emulate(topo, folder=tmp_path / "run") as emu:
+        (row,) = emu.jobs([job], iters=3)
+    # HD's allreduce of 256 KiB on 8 ranks moves 2 x 7/8 x 256 KiB per rank: 0.37 s at 10 Mbit/s
+    assert row["wrong"] == 0 and row["DP_s"] > 0.25
+    assert row["iteration_s"] > 0.2 + 0.25
