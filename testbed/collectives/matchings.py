@@ -4,8 +4,6 @@ once. Whether such rounds exist on a fabric and its routes is a 0-1 feasibility 
 MILP solver (HiGHS) answers it: on BiGraph(2, 8) with its deterministic routes in well under a
 second, where a greedy search had found at best 14 perfect rounds of 15."""
 import numpy as np
-from scipy.optimize import Bounds, LinearConstraint, milp
-from scipy.sparse import coo_matrix
 
 SECONDS = 5.0       # beyond this the caller falls back to partial rounds
 
@@ -14,6 +12,8 @@ def perfect_rounds(links, ranks, seconds=SECONDS):
     """[[receiver of rank i] per round] with every round a permutation whose flows share no
     directed link, or None when the solver finds none within `seconds`. links: {(a, b): set of
     the directed links rank a's flow to rank b crosses} for every a != b."""
+    from scipy.optimize import Bounds, LinearConstraint, milp     # a second to import: only where solved
+    from scipy.sparse import coo_matrix
     pairs = sorted(links)
     count, rounds = len(pairs), ranks - 1
     rows, cols, row = [], [], 0

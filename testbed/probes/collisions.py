@@ -20,9 +20,6 @@ import subprocess
 import time
 from pathlib import Path
 
-from scapy.layers.inet import IP, TCP
-from scapy.utils import PcapReader
-
 from testbed.collectives.data import ELEMENT_BYTES
 from testbed.collectives.placements import rank_ips
 from testbed.collectives.schedules import rounds, step_pairs
@@ -133,6 +130,9 @@ class LinkCapture:
 
 def read_packets(path):
     """[(wall time, flow 5-tuple, bytes on the wire, carries data)] from a pcap."""
+    # scapy reads the machine's routes when imported (seconds here): only a run that parses does
+    from scapy.layers.inet import IP, TCP
+    from scapy.utils import PcapReader
     out = []
     with PcapReader(str(path)) as reader:
         for pkt in reader:

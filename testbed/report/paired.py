@@ -16,8 +16,6 @@ trial is left out.
 import math
 from dataclasses import asdict, dataclass
 
-from scipy import stats
-
 CONFIDENCE = 0.95
 
 
@@ -45,6 +43,7 @@ def interval(values, confidence=CONFIDENCE):
     if n < 2:
         return Estimate(mean, math.nan, math.nan, n)
     sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
+    from scipy import stats          # seconds to import: only a run that compares pays for it
     half = float(stats.t.ppf(0.5 + confidence / 2, n - 1)) * sd / math.sqrt(n)
     return Estimate(mean, mean - half, mean + half, n)
 
@@ -156,6 +155,7 @@ def wilson(k, n, confidence=CONFIDENCE):
     """The share k/n with its Wilson score interval: (share, low, high), or Nones when n is 0."""
     if not n:
         return None, None, None
+    from scipy import stats
     ci = stats.binomtest(k, n).proportion_ci(confidence, method="wilson")
     return k / n, ci.low, ci.high
 
