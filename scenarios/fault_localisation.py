@@ -8,18 +8,20 @@ Alibaba's C4 (arXiv 2406.04594) found faulty and slow components from the collec
 own timings, since collectives are periodic and every rank does the same work, and cut the time
 lost to errors by about 30%; ByteDance's MegaScale (NSDI 2024) put straggler detection into the
 same loop. A trial here: `--before` seconds of the collective as it runs, then the fault for
-`--fault-for` seconds (undone at its end), then the job settles. The detector compares the window
-after the injection with the one before it (it is never told the fault, nor when). Fault-free
-trials do the same without a fault: a finding there is a false alarm. A fault's place is drawn
+`--fault-for` seconds (undone at its end), then the job settles. The detector runs as an
+operator's monitor (``fidelity.monitor``): windows of a second, on a grid from the job's start,
+each against the healthy windows before it; it is told nothing of the faults, neither what nor
+when. A trial's finding is the monitor's first alarm after the injection; an alarm with no fault
+(a fault-free trial, or before a trial's injection) is a false alarm. A fault's place is drawn
 among what the job uses (a link its connections cross, a switch on their paths, one of its ranks);
 a slow rank gets a CPU share below what it used in the window before (a share above that would
 not slow it); a hung rank is stopped (SIGSTOP) and continued.
 
 Scored: the confusion table (injected kind against found kind), the share located correctly (kind
-and place) with its 95% Wilson interval, false alarms with theirs, the time from injection to the
-first correct finding, and, per kind, the collective's bus bandwidth during the fault against the
+and place) with its 95% Wilson interval, fault-free trials with an alarm with theirs, false alarms
+per hour of monitoring without a fault, the time from injection to the alarm that named the fault, and, per kind, the collective's bus bandwidth during the fault against the
 same trial's window before it (paired, mean and 95% interval). With --react, the controller routes
-around a link the detector names slow as soon as it does, as C4P moves elephant flows, and the
+around a link the monitor names slow as soon as it does, as C4P moves elephant flows, and the
 bandwidth regained is reported.
 """
 import random
@@ -278,7 +280,7 @@ def run(plan, experiment):
         experiment.say(f"\n## {run.design + ': ' + run.label + ', ' if run.design else ''}{run.topo.describe()}, "
                        f"{run.routing} routing", section="rows")
         run_one(experiment, plan, k, run,
-                lambda row: experiment.row(row, trial_line(row), csv="fault_localisation.csv", omit=("events",)))
+                lambda row: experiment.row(row, trial_line(row), csv="fault_localisation.csv", omit=("events", "alarms")))
     rows = experiment.rows
     designs = {d: tuple(run.label for run in plan.runs if run.design == d)
                for d in dict.fromkeys(run.design for run in plan.runs if run.design)}

@@ -125,15 +125,17 @@ def test_the_score_has_a_confusion_table_and_wilson_intervals():
     share, lo, hi = wilson(9, 10)
     assert share == 0.9 and 0.55 < lo < 0.6 and 0.98 < hi < 0.99
     rows = [dict(injected="slow-link", found="link-slow", correct=True, kind_correct=True, detect_s=0.5,
-                 during_over_before=0.5),
+                 during_over_before=0.5, false_alarms=1, healthy_s=600.0),
             dict(injected="slow-link", found="none", correct=False, kind_correct=False, detect_s=None,
-                 during_over_before=0.7),
+                 during_over_before=0.7, false_alarms=0, healthy_s=600.0),
             dict(injected="none", found="none", correct=True, kind_correct=True, detect_s=None,
-                 during_over_before=1.0)]
+                 during_over_before=1.0, false_alarms=0, healthy_s=600.0)]
     lines = fault_scores.summary_lines(rows, fl.KINDS + ("loss",), FOUND_KINDS)
     assert any(line.startswith("  slow-link") and line.endswith("1/2") for line in lines)
     assert "located correctly (kind and place): 1 of 2 = 50%" in "\n".join(lines)
-    assert "false alarms in fault-free trials: 0 of 1 = 0%" in "\n".join(lines)
+    assert "fault-free trials with an alarm: 0 of 1 = 0%" in "\n".join(lines)
+    assert "false alarms: 1 in 30.0 min of monitoring without a fault = 2.0 per hour" in lines
+    assert fault_scores.headline(rows)["false alarms per hour"] == 2.0
     assert "slow-link    during/before 0.60 [" in "\n".join(lines)
 
 
@@ -142,3 +144,33 @@ def test_a_flapping_link_always_ends_up():
     assert toggles(0, 5, 1)[-1] == (5, True) and toggles(0, 5, 1)[:2] == [(0, False), (1, True)]
     assert toggles(0, 5, 2) == [(0, False), (2, True), (4, False), (5, True)]
     assert toggles(3, 4, 0) == [(3, False), (7, True)]
+
+
+def test_the_monitor_is_told_nothing_and_alarms_on_its_own_cadence():
+    """The operator's monitor judges fixed windows against its own baseline of healthy ones: a
+    queue that grows from 10 s to 20 s raises an alarm in every window it spans, at the link it
+    feeds, and none before or after; the same data with the windows' grid shifted gives the same
+    alarms, each within one window."""
+    from testbed.fidelity.diagnosis import Window, link_label
+    from testbed.fidelity.monitor import Monitor
+    from testbed.topology import interface
+    topo = BiGraph(2, 8)
+    link = next(lk for lk in topo.links if lk.a in topo.switches and lk.b in topo.switches)
+    port = interface(link.a, link.a_port)
+    times = [k * 0.02 for k in range(1500)]
+    samples = [(t, 20 if 10 <= t < 20 else 0, 0, 0) for t in times]
+
+    def window_of(start, end):
+        return Window([], {port: [s for s in samples if start <= s[0] < end]}, [])
+
+    def alarms(started):
+        monitor = Monitor(topo, window_of, started, cadence=1.0, baseline=4)
+        assert monitor.poll(5.0 + started) == []                      # warming up, then healthy
+        monitor.poll(30.0)
+        return monitor.alarms
+
+    on_grid, shifted = alarms(0.0), alarms(0.37)
+    assert all(a.finding.kind == "link-slow" and a.finding.where == link_label(topo, link)
+               for a in on_grid + shifted)
+    assert [a.at for a in on_grid] == [float(t) for t in range(11, 21)]          # every window the queue spans
+    assert abs(shifted[0].at - on_grid[0].at) <= 1.0 and abs(len(shifted) - len(on_grid)) <= 1

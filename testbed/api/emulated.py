@@ -23,6 +23,7 @@ from testbed.emulation.settings import RunSettings
 from testbed.emulation.shaping import PRIORITIES
 from testbed.errors import TestbedError
 from testbed.fidelity import fabric_check, predict
+from testbed.fidelity.monitor import BASELINE_WINDOWS, CADENCE_S
 from testbed.fidelity.verdict import flag
 from testbed.machines import inventory
 from testbed.machines.head import open_emulation
@@ -194,14 +195,18 @@ class Emulated:
         return together.run_for(self.emulation, comm, size // ELEMENT_BYTES, seconds, events, stall_limit, draw)
 
     def watch(self, comm: together.Comm, size: int, *, draw: Draw | None = None, stall_limit: float = 15.0,
-              interval: float = 0.02) -> Watch:
+              interval: float = 0.02, cadence: float = CADENCE_S, baseline: int = BASELINE_WINDOWS) -> Watch:
         """The collective running back to back, watched as an operator watches a training job (its
         ranks' step timings, the switch queues every `interval` s, the controller's port events),
-        until the block ends: ``with emu.watch(comm, size) as w: ... w.diagnose(before, after)``
-        names a fault from what changed between two windows (``api.watch``). A stall up to
-        stall_limit is waited out; a draw gives the connections its 5-tuples."""
+        until the block ends: ``with emu.watch(comm, size) as w: ... w.monitor.poll(w.now())``
+        gives the alarms of the operator's monitor (windows of `cadence` s, each against `baseline`
+        healthy ones before it; told nothing of a fault), ``w.diagnose(before, after)`` the
+        detector's finding on two windows of your own (``api.watch``). A stall up to stall_limit is
+        waited out; a draw gives the connections its 5-tuples."""
         comm.schedule.check_count(len(comm.hosts), size // ELEMENT_BYTES)
-        return Watch(self.emulation, comm, size // ELEMENT_BYTES, draw, stall_limit, interval)
+        if cadence <= 0 or baseline < 1:
+            raise TestbedError("watch: cadence must be above 0 s and baseline 1 window or more")
+        return Watch(self.emulation, comm, size // ELEMENT_BYTES, draw, stall_limit, interval, cadence, baseline)
 
     def fault(self, fault: faults.Fault | str, watch: Watch | None = None, end: float = 600.0) -> list:
         """A fault (``emulation.faults``: a Fault, or its text KIND:WHERE[:HOW]@WHEN) as events for

@@ -1,13 +1,16 @@
 """A collective that runs on and on while its operator watches, with what a training cluster's
 operator has: every rank's step timings (``programs.rank``), the switch ports' queues and the
-controller's port events. ``diagnose`` hands a window after a change and one before it to the
-fault detector (``fidelity.diagnosis``), which never learns what changed or when.
+controller's port events. ``monitor`` is the operator's monitor (``fidelity.monitor``): windows on
+a fixed cadence from the watch's start, each against a baseline of the healthy windows before it,
+an alarm where the detector finds something; it is told nothing about a fault, neither what nor
+when. ``diagnose`` hands the detector two windows of the caller's choosing.
 
     with emu.watch(Comm(schedule, hosts), 256 << 10) as watch:
-        time.sleep(4); mark = watch.now()
+        time.sleep(6)
         <slow a link with tc, stop a rank, cut a cable: anything, from anywhere>
         time.sleep(4)
-        finding = watch.diagnose(before=(watch.started, mark), after=(mark, watch.now()))
+        for alarm in watch.monitor.poll(watch.now()):
+            print(alarm.at - watch.started, alarm.finding)
 """
 import bisect
 import threading
@@ -19,6 +22,7 @@ from testbed.collectives.data import ELEMENT_BYTES
 from testbed.collectives.metrics import bandwidths
 from testbed.emulation.controller import port_events
 from testbed.fidelity.diagnosis import Window, diagnose
+from testbed.fidelity.monitor import BASELINE_WINDOWS, CADENCE_S, Monitor
 from testbed.probes.queues import QueueSampler
 from testbed.topology import interface
 
@@ -27,11 +31,14 @@ class Watch:
     """with Watch(emu, comm, count) as watch: iterations run back to back in a thread of their own
     until the block ends; a stall up to stall_limit is waited out (a rank stopped on purpose too);
     a longer one ends them (``error``). emu is an ``emulation`` Emulation; the switch ports are
-    sampled every `interval` s."""
+    sampled every `interval` s; the monitor judges windows of `cadence` s against `baseline`
+    healthy ones."""
 
-    def __init__(self, emu, comm, count, draw=None, stall_limit=15.0, interval=0.02):
+    def __init__(self, emu, comm, count, draw=None, stall_limit=15.0, interval=0.02, cadence=CADENCE_S,
+                 baseline=BASELINE_WINDOWS):
         self.emu, self.comm, self.count, self.draw = emu, comm, count, draw
         self.stall_limit, self.interval = stall_limit, interval
+        self.cadence, self.baseline = cadence, baseline
         self.iterations, self.error = [], None
         self._stop = threading.Event()
         self.log_path = emu.controller.log_path if getattr(emu, "controller", None) else None
@@ -58,6 +65,7 @@ class Watch:
             self.queues = QueueSampler(ports, self.interval, self.emu.port_netns).__enter__()
             self.offset = time.time() - time.monotonic()   # wall clock to monotonic, for samples and events
             self.started = self.now()
+            self.monitor = Monitor(self.emu.topo, self.window, self.started, self.cadence, self.baseline)
             self._thread = threading.Thread(target=self._iterate, daemon=True)
             self._thread.start()
         except BaseException:

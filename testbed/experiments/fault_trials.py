@@ -1,20 +1,22 @@
 """The engine's fault trial: on a job running under watch (``api.Emulated.watch``), a stretch of the
 job as it runs, a fault placed where the job's traffic goes (a link its connections cross, a
 switch on their paths, one of its ranks) and undone after its time, the job settling, and the
-detector's finding against what was injected (kind and place), with the collective's bus
-bandwidth before and during the fault. ``fault_localisation`` runs its trials on it."""
+first alarm of the operator's monitor after the injection against what was injected (kind and
+place), its false alarms before it, with the collective's bus bandwidth before and during the
+fault. ``fault_localisation`` runs its trials on it."""
 import time
 
 from testbed.emulation import faults
 from testbed.emulation.cpu import process_seconds
 from testbed.emulation.events import Timeline
 from testbed.errors import TestbedError
+from testbed.fidelity.diagnosis import Finding
 from testbed.routing.hashing import Placer
 
 # what the detector should call each injected kind
 EXPECTED = {"slow-link": "link-slow", "link-down": "link-down", "flap": "link-down", "port-down": "link-down",
             "switch-down": "switch-down", "slow-rank": "rank-slow", "hang-rank": "rank-hung", "loss": "link-slow"}
-STEP_S = 0.25            # the detector is asked again every STEP_S of the fault (time to detection)
+STEP_S = 0.25            # how often a trial looks at the monitor's alarms while the fault lasts
 REACT_SETTLE_S = 0.5     # after rerouting, the flows' queues drain before the bandwidth counts
 
 
@@ -84,7 +86,13 @@ def found_place(finding):
 def run_trial(emu, watch, trial, topo, links, rng, *, before, fault_for, react=False, stall_limit=20.0):
     """One trial on a running watch (trial: its number, its fault or None, and for a slow rank the
     CPU share as a fraction of its use): `before` seconds of the job, the fault for `fault_for`
-    seconds (rerouting around a link found slow, with `react`), the job settling; its row."""
+    seconds (rerouting around a link the monitor names slow, with `react`), the job settling; its
+    row. The operator's monitor (``watch.monitor``) judges its windows on its own cadence over the
+    whole run and is told nothing of the fault; the trial's finding is the first alarm raised after
+    the injection until the job has settled, its false alarms those raised before the injection (in
+    a fault-free trial, all of them)."""
+    monitor = watch.monitor
+    watch.wait(watch.started + monitor.cadence * (monitor.healthy.maxlen + 1))   # its baseline filled first
     fault = trial.fault and place_fault(trial.fault, topo, links, rng, len(watch.comm.hosts))
     pids, start = watch.rank_pids, watch.now()
     used = [process_seconds(pid) for pid in pids]
@@ -104,8 +112,9 @@ def run_trial(emu, watch, trial, topo, links, rng, *, before, fault_for, react=F
     with emu.cpu_monitor() as cpu_during, Timeline(events) as timeline:
         while watch.now() < inject + fault_for and watch.alive():
             watch.wait(min(inject + fault_for, watch.now() + STEP_S))
+            raised = monitor.poll(watch.now())
             if react and reacted is None:
-                link = drainable(topo, watch.diagnose((start, inject), (inject, watch.now())))
+                link = next((link for link in (drainable(topo, a.finding) for a in raised) if link), None)
                 if link is not None:
                     emu.drain([link])
                     reacted = watch.now()
@@ -113,12 +122,17 @@ def run_trial(emu, watch, trial, topo, links, rng, *, before, fault_for, react=F
     if reacted is not None:
         emu.drain([])
     settle(watch, undone, stall_limit)
-    before, after = (start, inject), (inject, undone)
-    found = watch.diagnose(before, after)
+    watch.wait(watch.now() + monitor.cadence)          # the window the job settled in has ended
+    end = watch.now()
+    monitor.poll(end)
+    raised = monitor.between(inject, end) if fault else []
+    false = monitor.between(start, inject) if fault else monitor.between(start, end)
+    shown = raised[0] if fault and raised else (false[0] if not fault and false else None)
+    found = shown.finding if shown else Finding("none", "", 1.0, "no alarm")
     expected = (EXPECTED[fault.kind], expected_place(fault, topo)) if fault else ("none", frozenset())
     correct = (found.kind, found_place(found)) == expected
-    detect = first_detection(watch, before, inject, undone, expected) if fault and correct else None
-    b, d = watch.busbw(*before), watch.busbw(*after)
+    detect = shown.at - inject if fault and correct else None
+    b, d = watch.busbw(start, inject), watch.busbw(inject, undone)
     react = {}
     if react:
         settled = reacted + REACT_SETTLE_S if reacted is not None else None
@@ -132,6 +146,8 @@ def run_trial(emu, watch, trial, topo, links, rng, *, before, fault_for, react=F
             "found": found.kind, "found_where": found.where, "confidence": round(found.confidence, 3),
             "correct": correct, "kind_correct": found.kind == expected[0],
             "detect_s": None if detect is None else round(detect, 2),
+            "false_alarms": len(false), "healthy_s": round((inject if fault else end) - start, 2),
+            "alarms": [dict(a.to_dict(), at=round(a.at - watch.started, 3)) for a in monitor.between(start, end)],
             "busbw_before_MBps": round(b / 1e6, 4), "busbw_during_MBps": round(d / 1e6, 4),
             "during_over_before": round(d / b, 3) if b else None, "iterations": len(watch.ran(start, watch.now())),
             "wrong": watch.wrong(start, watch.now()), "evidence": found.evidence,
@@ -162,15 +178,3 @@ def settle(watch, undone, limit):
         if sum(it["start"] >= undone for it in list(watch.iterations)) >= 2:
             return
         time.sleep(0.05)
-
-
-def first_detection(watch, before, inject, undone, expected):
-    """Seconds from the injection to the first moment the detector, asked every STEP_S, named the
-    fault correctly."""
-    t = inject + STEP_S
-    while t <= undone + 1e-9:
-        found = watch.diagnose(before, (inject, t))
-        if (found.kind, found_place(found)) == expected:
-            return t - inject
-        t += STEP_S
-    return undone - inject

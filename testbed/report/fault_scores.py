@@ -1,6 +1,6 @@
 """A fault localisation's score from its trials' rows: the confusion of injected against found
-kinds, the shares located with their Wilson intervals, the time to the first right finding, what
-each kind cost the collective, and what rerouting regained."""
+kinds, the shares located with their Wilson intervals, the time to the alarm that named the fault,
+the false alarms, what each kind cost the collective, and what rerouting regained."""
 import statistics
 
 from testbed.report.paired import Comparison, figure, interval, wilson
@@ -32,6 +32,15 @@ def cost_line(rows, kind):
     return f"  {kind:12s} during/before {said}" + (f" (range {min(ratios):.2f}-{max(ratios):.2f})" if ratios else "")
 
 
+def false_alarm_line(rows):
+    """False alarms (raised with no fault, or before a trial's fault) per hour of the monitoring
+    without a fault (a faulty trial's before its injection)."""
+    count = sum(r["false_alarms"] for r in rows)
+    healthy = sum(r["healthy_s"] for r in rows)
+    rate = f" = {count / healthy * 3600:.1f} per hour" if healthy else ""
+    return f"false alarms: {count} in {healthy / 60:.1f} min of monitoring without a fault{rate}"
+
+
 def summary_lines(rows, kinds, found_kinds):
     """The score of trials whose faults were drawn from `kinds` and found as `found_kinds`."""
     faulty = [r for r in rows if r["injected"] != "none"]
@@ -39,8 +48,9 @@ def summary_lines(rows, kinds, found_kinds):
     lines = ["confusion (trials):"] + confusion_lines(rows, kinds, found_kinds)
     lines.append(share_line("located correctly (kind and place)", sum(r["correct"] for r in faulty), len(faulty)))
     lines.append(share_line("kind right", sum(r["kind_correct"] for r in faulty), len(faulty)))
-    lines.append(share_line("false alarms in fault-free trials", sum(r["found"] != "none" for r in free), len(free)))
-    lines.append("time from injection to the first correct finding (s), per kind: median (range, trials):")
+    lines.append(share_line("fault-free trials with an alarm", sum(r["found"] != "none" for r in free), len(free)))
+    lines.append(false_alarm_line(rows))
+    lines.append("time from injection to the alarm that named it (s), per kind: median (range, trials):")
     for kind in kinds:
         times = sorted(r["detect_s"] for r in faulty if r["injected"] == kind and r["detect_s"] is not None)
         if times:
@@ -96,8 +106,11 @@ def headline(rows):
     fault-free trials with a false alarm."""
     faulty = [r for r in rows if r["injected"] != "none"]
     free = [r for r in rows if r["injected"] == "none"]
+    healthy = sum(r["healthy_s"] for r in rows)
     return {"located (kind and place)": wilson(sum(r["correct"] for r in faulty), len(faulty))[0],
-            "false alarms": wilson(sum(r["found"] != "none" for r in free), len(free))[0]}
+            "fault-free trials with an alarm": wilson(sum(r["found"] != "none" for r in free), len(free))[0],
+            "false alarms per hour": round(sum(r["false_alarms"] for r in rows) / healthy * 3600, 2) if healthy
+            else None}
 
 
 def located_by_kind(rows, kinds):

@@ -1,7 +1,10 @@
-"""Faults on real packets, each located by the detector from what an operator sees: a link slowed
-by the user's own `tc` command (from outside the testbed), a link cut or flapping, a switch down, a rank slowed
-to a CPU share and a rank stopped, on a small Clos with a Ring running back to back; every
-injection undone when its time is up (test_fault_cleanup: at the run's end and after Ctrl-C)."""
+"""Faults on real packets, each located by the operator's monitor from what an operator sees,
+told nothing of the fault: a link slowed by the user's own `tc` command and a rank stopped by a
+plain `kill -STOP` (from outside the testbed's fault code), a link cut or flapping, a switch down,
+a rank slowed to a CPU share, on a small Clos with a Ring running back to back; every injection
+undone when its time is up (test_fault_cleanup: at the run's end and after Ctrl-C)."""
+import os
+import signal
 import subprocess
 from pathlib import Path
 
@@ -12,6 +15,7 @@ from testbed.api import Comm
 from testbed.collectives.placements import place
 from testbed.emulation import faults
 from testbed.emulation.events import Timeline
+from testbed.fidelity.diagnosis import Finding
 from testbed.topology import LeafSpine
 
 SIZE = 256 << 10
@@ -28,8 +32,11 @@ def running(tmp_path_factory):
 
 
 def located(emu, watch, events=(), action=None, undo=None):
-    """The detector's finding for a fault: BEFORE seconds of the job, then the fault for DURING
-    (events on a Timeline, or action() and undo() run here), then the job settles."""
+    """The monitor's first alarm after a fault (the finding, or 'none'): BEFORE seconds of the job,
+    then the fault for DURING (events on a Timeline, or action() and undo() run here), then the
+    job settles. The monitor judges its own windows and is never told when the fault began."""
+    monitor = watch.monitor
+    watch.wait(watch.started + monitor.cadence * (monitor.healthy.maxlen + 1))
     start = watch.now()
     watch.wait(start + BEFORE)
     inject = watch.now()
@@ -42,7 +49,9 @@ def located(emu, watch, events=(), action=None, undo=None):
     end = watch.now()
     watch.wait(end + 2.0)
     assert watch.alive(), watch.error
-    return watch.diagnose((start, inject), (inject, end))
+    monitor.poll(watch.now())
+    raised = monitor.between(inject, watch.now())
+    return raised[0].finding if raised else Finding("none", "", 1.0, "no alarm")
 
 
 def switch_name(topo, label):
@@ -68,12 +77,13 @@ def test_a_cut_link_and_a_switch_down_are_found_from_the_controllers_port_events
     assert (found.kind, found.where) == ("switch-down", "spine0"), found
 
 
-def test_a_slowed_rank_and_a_stopped_rank_are_found_from_the_step_timings(running):
+def test_a_slowed_rank_and_a_rank_stopped_by_a_plain_kill_are_found_from_the_step_timings(running):
     emu, watch = running
     found = located(emu, watch, emu.fault(faults.Fault("slow-rank", "2", 0.002, lasting=DURING), watch))
     assert (found.kind, found.where) == ("rank-slow", "rank 2"), found
     assert not list(Path(faults.CGROUP_CPU / faults.CGROUP_PARENT).glob("*"))     # its cgroup is gone
-    found = located(emu, watch, emu.fault(faults.Fault("hang-rank", "1", lasting=1.5), watch))
+    pid = watch.rank_pids[1]
+    found = located(emu, watch, action=lambda: os.kill(pid, signal.SIGSTOP), undo=lambda: os.kill(pid, signal.SIGCONT))
     assert (found.kind, found.where) == ("rank-hung", "rank 1"), found
     assert watch.wrong() == 0
 
@@ -81,6 +91,7 @@ def test_a_slowed_rank_and_a_stopped_rank_are_found_from_the_step_timings(runnin
 def test_nothing_is_found_when_nothing_changed(running):
     emu, watch = running
     assert located(emu, watch).kind == "none"
+    assert watch.monitor.judged >= 10            # the monitor judged every window of the run
 
 
 def test_a_flapping_link_is_found_down_where_it_flaps(running):

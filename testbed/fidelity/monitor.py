@@ -1,0 +1,72 @@
+"""An operator's monitor over a running job: it is told nothing about faults, neither what nor when.
+
+Windows of CADENCE_S follow one another on a grid that starts when the watch starts. When a window
+has ended, the detector (``fidelity.diagnosis``) compares it with the monitor's own baseline: the
+last BASELINE_WINDOWS windows that raised no alarm, taken together. A window the detector finds
+something in raises an alarm (its end, its span, the finding) and stays out of the baseline, so a
+fault that lasts keeps being compared with the job before it; a window that raises none joins the
+baseline, which so follows the job's drift. The first BASELINE_WINDOWS windows only fill it.
+What an alarm rests on is the window's own data: the iterations that ended in it, the queue
+samples and the port events taken in it (``api.Watch.window``).
+"""
+from collections import deque
+from dataclasses import dataclass
+
+from testbed.fidelity.diagnosis import Finding, Window, diagnose
+
+CADENCE_S = 1.0          # a window's length: two to five iterations of the watched allreduce
+BASELINE_WINDOWS = 4     # the healthy windows the current one is compared with
+
+
+@dataclass(frozen=True)
+class Alarm:
+    at: float              # the end of the window that raised it (monotonic seconds)
+    span: tuple            # (start, end) of that window
+    finding: Finding
+
+    def to_dict(self):
+        return {"at": round(self.at, 3), "span": [round(t, 3) for t in self.span], **self.finding.to_dict()}
+
+
+def merged(windows):
+    """One Window of several: their iterations, queue samples and port events together."""
+    queues = {}
+    for w in windows:
+        for port, samples in w.queues.items():
+            queues.setdefault(port, []).extend(samples)
+    return Window([it for w in windows for it in w.timing], queues, [e for w in windows for e in w.events])
+
+
+class Monitor:
+    """Monitor(topo, window_of, started): window_of(start, end) -> Window, on the monotonic clock;
+    ``poll(now)`` judges every window that has ended by `now` and returns the alarms they raised;
+    ``alarms`` keeps every one."""
+
+    def __init__(self, topo, window_of, started, cadence=CADENCE_S, baseline=BASELINE_WINDOWS):
+        if cadence <= 0 or baseline < 1:
+            raise ValueError("a monitor needs a cadence above 0 s and a baseline of 1 window or more")
+        self.topo, self.window_of, self.cadence = topo, window_of, cadence
+        self.next = started
+        self.healthy = deque(maxlen=baseline)
+        self.alarms, self.judged = [], 0
+
+    def poll(self, now):
+        raised = []
+        while self.next + self.cadence <= now:
+            span = (self.next, self.next + self.cadence)
+            window = self.window_of(*span)
+            finding = diagnose(self.topo, merged(self.healthy), window) \
+                if len(self.healthy) == self.healthy.maxlen else None
+            if finding is not None and finding.kind != "none":
+                raised.append(Alarm(span[1], span, finding))
+            else:
+                self.healthy.append(window)
+            if finding is not None:
+                self.judged += 1
+            self.next = span[1]
+        self.alarms += raised
+        return raised
+
+    def between(self, start, end):
+        """The alarms raised by windows that ended in (start, end]."""
+        return [a for a in self.alarms if start < a.at <= end]
