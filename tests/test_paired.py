@@ -92,3 +92,24 @@ def test_hpn7_rails_compares_each_case_by_the_mean_of_its_collectives():
     multi = compared["multi-allreduce"]
     assert multi.pairs[1] == (pytest.approx(0.165), pytest.approx(0.33)) and multi.gain.mean == pytest.approx(1.0)
     assert compared["cross/local 1"].gain.mean == pytest.approx(-0.5)
+
+
+def test_two_runs_pair_row_by_row_on_their_key(tmp_path):
+    """bench.paired_runs: rows that agree on the key pair up, per group; a row of one run only is
+    left out."""
+    from bench.paired_runs import main, paired
+    head = "case,trial,busbw_over_link\n"
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    (tmp_path / "a" / "t.csv").write_text(head + "clos,0,0.5\nclos,1,0.6\nclos,2,0.4\nbig,0,0.98\nbig,1,0.97\n")
+    (tmp_path / "b" / "t.csv").write_text(head + "clos,0,0.4\nclos,1,0.5\nclos,2,0.3\nbig,0,0.98\nbig,9,0.1\n")
+    import csv
+    rows = [list(csv.DictReader(open(tmp_path / side / "t.csv"))) for side in "ab"]
+    found = paired(*rows, ["case", "trial"], "busbw_over_link")
+    pairs, e = found["clos"]
+    assert len(pairs) == 3 and e.mean == pytest.approx(0.1) and e.hi - e.lo == pytest.approx(0, abs=1e-9)
+    assert [len(found["big"][0])] == [1]
+    assert main([str(tmp_path / "a"), str(tmp_path / "b"), "--file", "t.csv", "--key", "case,trial",
+                 "--figure", "busbw_over_link"]) == 0
+    with pytest.raises(SystemExit, match="no column 'nope'"):
+        main([str(tmp_path / "a"), str(tmp_path / "b"), "--file", "t.csv", "--key", "case,nope", "--figure", "x"])

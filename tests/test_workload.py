@@ -203,3 +203,20 @@ def test_a_header_number_written_as_a_fraction_is_refused(tmp_path):
     path.write_text(path.read_text().replace("pp_comm: 20971520.0", "pp_comm: 20971520.5"))
     with pytest.raises(TestbedError, match="pp_comm should be a whole number"):
         workload.read(path)
+
+
+def test_simai_s_end_to_end_summary_is_read_in_seconds():
+    """bench.simai_side_by_side reads the summary SimAI's analytical mode writes last into
+    EndToEnd.csv (Layer.cc: column names, then 'value (share%)' cells, in microseconds)."""
+    from bench.simai_side_by_side import summary, table
+    text = ("layer_name,run,fwd compute,wg compute\nattention,run,100,200\n"
+            "File name, Expose DP comm, Expose DP_EP comm, Expose TP comm, Expose_EP_comm, Expose_PP_comm, "
+            "bubble time, total comp, total exposed comm, Total time\n"
+            "gpt-, 1500 (15.00%), 0 (0.00%), 2500 (25.00%), 0 (0.00%), 0 (0.00%), 0 (0.00%), 6000 (60.00%), "
+            "4000 (40.00%), 10000\n")
+    got = summary(text)
+    assert got == {"DP": 0.0015, "DP_EP": 0.0, "TP": 0.0025, "EP": 0.0, "PP": 0.0, "bubble": 0.0,
+                   "compute": 0.006, "iteration": 0.01}
+    rows = table(got, {"TP": 0.005, "DP": 0.0, "EP": 0.0, "DP_EP": 0.0, "PP": 0.0, "bubble": 0.0,
+                       "compute": 0.006, "iteration": 0.0125})
+    assert [(r[0], r[3]) for r in rows] == [("TP", 2.0), ("DP", 0.0), ("compute", 1.0), ("iteration", 1.25)]
