@@ -23,7 +23,7 @@ def rows(path, name):
         with open(path, newline="") as f:
             return list(csv.DictReader(f))
     except OSError as e:
-        raise SystemExit(f"error: {path}: {e.strerror}")
+        raise SystemExit(f"error: {path}: {e.strerror}") from None
 
 
 def paired(a, b, key, figure):

@@ -19,10 +19,11 @@ not slow it); a hung rank is stopped (SIGSTOP) and continued.
 
 Scored: the confusion table (injected kind against found kind), the share located correctly (kind
 and place) with its 95% Wilson interval, fault-free trials with an alarm with theirs, false alarms
-per hour of monitoring without a fault, the time from injection to the alarm that named the fault, and, per kind, the collective's bus bandwidth during the fault against the
-same trial's window before it (paired, mean and 95% interval). With --react, the controller routes
-around a link the monitor names slow as soon as it does, as C4P moves elephant flows, and the
-bandwidth regained is reported.
+per hour of monitoring without a fault, the time from injection to the alarm that named the
+fault, and, per kind, the collective's bus bandwidth during the fault against the same trial's
+window before it (paired, mean and 95% interval). With --react, the controller routes around a
+link the monitor names slow as soon as it does, as C4P moves elephant flows, and the bandwidth
+regained is reported.
 """
 import random
 from dataclasses import dataclass
@@ -280,7 +281,8 @@ def run(plan, experiment):
         experiment.say(f"\n## {run.design + ': ' + run.label + ', ' if run.design else ''}{run.topo.describe()}, "
                        f"{run.routing} routing", section="rows")
         run_one(experiment, plan, k, run,
-                lambda row: experiment.row(row, trial_line(row), csv="fault_localisation.csv", omit=("events", "alarms")))
+                lambda row: experiment.row(row, trial_line(row), csv="fault_localisation.csv",
+                                           omit=("events", "alarms")))
     rows = experiment.rows
     designs = {d: tuple(run.label for run in plan.runs if run.design == d)
                for d in dict.fromkeys(run.design for run in plan.runs if run.design)}

@@ -104,7 +104,7 @@ def test_two_runs_pair_row_by_row_on_their_key(tmp_path):
     (tmp_path / "a" / "t.csv").write_text(head + "clos,0,0.5\nclos,1,0.6\nclos,2,0.4\nbig,0,0.98\nbig,1,0.97\n")
     (tmp_path / "b" / "t.csv").write_text(head + "clos,0,0.4\nclos,1,0.5\nclos,2,0.3\nbig,0,0.98\nbig,9,0.1\n")
     import csv
-    rows = [list(csv.DictReader(open(tmp_path / side / "t.csv"))) for side in "ab"]
+    rows = [list(csv.DictReader((tmp_path / side / "t.csv").read_text().splitlines())) for side in "ab"]
     found = paired(*rows, ["case", "trial"], "busbw_over_link")
     pairs, e = found["clos"]
     assert len(pairs) == 3 and e.mean == pytest.approx(0.1) and e.hi - e.lo == pytest.approx(0, abs=1e-9)

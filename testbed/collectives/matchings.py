@@ -12,7 +12,7 @@ def perfect_rounds(links, ranks, seconds=SECONDS):
     """[[receiver of rank i] per round] with every round a permutation whose flows share no
     directed link, or None when the solver finds none within `seconds`. links: {(a, b): set of
     the directed links rank a's flow to rank b crosses} for every a != b."""
-    from scipy.optimize import Bounds, LinearConstraint, milp     # a second to import: only where solved
+    from scipy.optimize import Bounds, LinearConstraint, milp  # a second to import: only where solved
     from scipy.sparse import coo_matrix
     pairs = sorted(links)
     count, rounds = len(pairs), ranks - 1

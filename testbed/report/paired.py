@@ -43,7 +43,7 @@ def interval(values, confidence=CONFIDENCE):
     if n < 2:
         return Estimate(mean, math.nan, math.nan, n)
     sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
-    from scipy import stats          # seconds to import: only a run that compares pays for it
+    from scipy import stats  # seconds to import: only a run that compares pays for it
     half = float(stats.t.ppf(0.5 + confidence / 2, n - 1)) * sd / math.sqrt(n)
     return Estimate(mean, mean - half, mean + half, n)
 
