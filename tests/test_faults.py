@@ -174,3 +174,24 @@ def test_the_monitor_is_told_nothing_and_alarms_on_its_own_cadence():
                for a in on_grid + shifted)
     assert [a.at for a in on_grid] == [float(t) for t in range(11, 21)]          # every window the queue spans
     assert abs(shifted[0].at - on_grid[0].at) <= 1.0 and abs(len(shifted) - len(on_grid)) <= 1
+
+
+def test_a_ranks_few_ms_of_drift_on_a_long_step_is_not_a_slow_rank():
+    """An own delay holds the step's transfer: on 40 ms steps, 3 ms more for one rank is drift (under
+    10% of what it was) and raises nothing; 12 ms more is a slow rank."""
+    from testbed.fidelity.diagnosis import Window, rank_finding
+
+    def iteration(extra):
+        """Four ranks in a ring, two steps of 40 ms each, rank 1's own part `extra` s longer."""
+        ranks, t0 = [], 0.0
+        for r in range(4):
+            end1 = t0 + 0.040 + (extra if r == 1 else 0.0)
+            ranks.append({"start": t0, "steps": [[t0, end1, None, (r + 1) % 4, False],
+                                                 [end1, end1 + 0.040 + (extra if r == 1 else 0.0),
+                                                  None, (r + 1) % 4, False]]})
+        return ranks
+
+    before = Window([iteration(0.0)] * 8, {}, [])
+    assert rank_finding(before, Window([iteration(0.003)] * 3, {}, [])) is None
+    found = rank_finding(before, Window([iteration(0.012)] * 3, {}, []))
+    assert (found.kind, found.where) == ("rank-slow", "rank 1")

@@ -22,7 +22,9 @@ with a window before it (a fault-free trial's, or the job's own first iterations
   delays spike. A spike is what an own delay has above SPIKE_TIMES x the window's median own delay
   plus SPIKE_FLOOR_S; a rank whose spikes grew by SPIKE_GROWTH_S or more per step on average,
   RANK_RATIO times as much as any other rank's, is slow; so is one whose own delays grew evenly by
-  RANK_FLOOR_S or more per step, RANK_RATIO times as much as any other rank's.
+  RANK_FLOOR_S and RANK_SHIFT of its mean before or more per step, RANK_RATIO times as much as any
+  other rank's. (An own delay holds the step's transfer, so a few ms is drift; Greyhound alarms
+  only on a shift of 10% or more for the same reason.)
 The confidence is how far the finding stands above the next candidate (0 to 1).
 """
 import statistics
@@ -30,7 +32,7 @@ from dataclasses import dataclass
 
 QUEUE_GROWTH, QUEUE_RATIO = 5.0, 3.0      # packets, times
 HANG_S, HANG_RATIO = 1.0, 3.0
-RANK_RATIO, RANK_FLOOR_S = 3.0, 0.002
+RANK_RATIO, RANK_FLOOR_S, RANK_SHIFT = 3.0, 0.002, 0.10
 SPIKE_TIMES, SPIKE_FLOOR_S, SPIKE_GROWTH_S = 2.0, 0.005, 0.001
 KINDS = ("none", "link-slow", "link-down", "switch-down", "rank-slow", "rank-hung")
 
@@ -159,9 +161,10 @@ def rank_finding(before, after):
                        f"spikes up to {worst[slow] * 1e3:.0f} ms ({grew[slow] * 1e3:.1f} ms more than before; "
                        f"any other rank {others * 1e3:.1f} ms more at most)")
     mean = {r: statistics.mean(now[r]) for r in ranks}
-    grew = {r: mean[r] - (statistics.mean(was[r]) if was.get(r) else 0.0) for r in ranks}
+    then = {r: statistics.mean(was[r]) if was.get(r) else 0.0 for r in ranks}
+    grew = {r: mean[r] - then[r] for r in ranks}
     slow, others = standout(grew)
-    if grew[slow] >= RANK_FLOOR_S and grew[slow] >= RANK_RATIO * others:
+    if grew[slow] >= max(RANK_FLOOR_S, RANK_SHIFT * then[slow]) and grew[slow] >= RANK_RATIO * others:
         return Finding("rank-slow", f"rank {slow}", 1 - others / grew[slow],
                        f"rank {slow} held the others up {mean[slow] * 1e3:.1f} ms per step on average, "
                        f"{grew[slow] * 1e3:.1f} ms more than before "
