@@ -136,6 +136,16 @@ def unfit(system, ranks, rate, limit, topo=None):
                 f"more than this machine forwards faithfully (about {limit} Mbit/s)")
     return None
 
+def headline(rows, base):
+    """Each system's iteration time per rank count and, where the run scaled past N0, its linear
+    ratio at the largest count (a run at N0 alone has a ratio of 1 by definition: no figure)."""
+    largest = max(r["ranks"] for r in rows)
+    figures = {f"{r['system']} linear ratio at {largest}": r["linear_ratio"] for r in rows
+               if r["ranks"] == largest} if largest > base else {}
+    figures.update({f"{r['system']} iteration at {r['ranks']} (ms)": round(r["iteration_s"] * 1e3, 2) for r in rows})
+    return figures
+
+
 @dataclass
 class Plan:
     points: list          # [(system, ranks, topology, routing mode, variant, (schedule, hosts))]
@@ -293,12 +303,10 @@ def run(plan, experiment):
     forms = [Form(label, topo, mode) for label, (_, _, topo, mode, *_) in points.items()]
     rows, _ = run_once(experiment, forms, measure=measure, mtu=plan.mtu, check=False, on_row=keep, log=lambda m: None)
     largest = max(r["ranks"] for r in rows)
-    experiment.headline.update({f"{r['system']} linear ratio at {largest}": r["linear_ratio"] for r in rows
-                                if r["ranks"] == largest})
-    experiment.headline.update({f"{r['system']} iteration at {r['ranks']} (ms)": round(r["iteration_s"] * 1e3, 2)
-                                for r in rows})
-    experiment.say(f"\nsummary: linear ratio at {largest} ranks against N0 = {plan.base}: " + ", ".join(
-        f"{r['system']} {r['linear_ratio']:.2f}" for r in rows if r["ranks"] == largest),
+    experiment.headline.update(headline(rows, plan.base))
+    scaled = ", ".join(f"{r['system']} {r['linear_ratio']:.2f}" for r in rows if r["ranks"] == largest) \
+        if largest > plan.base else "one rank count, nothing to scale against"
+    experiment.say(f"\nsummary: linear ratio at {largest} ranks against N0 = {plan.base}: {scaled}",
         f"  #wrong over every iteration: {experiment.wrong}",
         f"  {describe_all(rows, lambda r: f'{r[SYSTEM]} N={r[RANKS]}')}")
     experiment.figure("linear_ratio.png", figures.linear_ratio, rows, plan.base,

@@ -220,3 +220,17 @@ def test_simai_s_end_to_end_summary_is_read_in_seconds():
     rows = table(got, {"TP": 0.005, "DP": 0.0, "EP": 0.0, "DP_EP": 0.0, "PP": 0.0, "bubble": 0.0,
                        "compute": 0.006, "iteration": 0.0125})
     assert [(r[0], r[3]) for r in rows] == [("TP", 2.0), ("DP", 0.0), ("compute", 1.0), ("iteration", 1.25)]
+
+
+def test_a_replay_at_one_rank_count_claims_no_scaling():
+    """Against N0 itself every linear ratio is 1: a run at one rank count has no ratio to check a
+    scaling claim on (it reads NOT MEASURED), a run that scaled has one per system."""
+    from scenarios.training_scaling import CLAIMS, headline
+    from testbed.experiments.claims import check_claims
+    row = lambda system, ranks, ratio: {"system": system, "ranks": ranks, "linear_ratio": ratio, "iteration_s": 0.1}
+    alone = headline([row("bigraph-hdrm", 32, 1.0), row("single-nic-hd", 32, 1.0)], 32)
+    assert not any("linear ratio" in k for k in alone)
+    assert {c["verdict"] for c in check_claims(CLAIMS, alone)} == {"NOT MEASURED"}
+    scaled = headline([row("bigraph-hdrm", 4, 1.0), row("bigraph-hdrm", 32, 0.9), row("single-nic-hd", 32, 0.3)], 4)
+    assert scaled["bigraph-hdrm linear ratio at 32"] == 0.9
+    assert {c["verdict"] for c in check_claims(CLAIMS, scaled)} == {"holds"}
