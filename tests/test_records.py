@@ -171,3 +171,12 @@ def test_every_scenario_states_its_claims_on_figures_it_reports_and_a_smoke_form
     assert module.CLAIMS, f"{name} states no claim"
     args = args_of(name, *module.SMOKE)
     assert module.prepare(args) is not None
+
+
+def test_the_runs_table_shows_a_compared_figure_as_its_gain_and_interval_and_few_figures():
+    record = {"headline": {"busbw: clos": 0.45, "busbw: bigraph": 0.98, "busbw: gain": 1.2, "busbw: gain low": 1.0,
+                           "busbw: gain high": 1.4, "wrong": 0, **{f"x{k}": k for k in range(9)}}}
+    cell = pages.headline_text(record)
+    assert cell.startswith("busbw: gain +1.2 [+1, +1.4]; wrong 0; x0 0") and "clos" not in cell
+    assert cell.endswith("; 5 more in the record")
+    assert pages.headline_text({"headline": {}}) == "-"
