@@ -11,8 +11,8 @@ same loop. A trial here: `--before` seconds of the collective as it runs, then t
 `--fault-for` seconds (undone at its end), then the job settles. The detector runs as an
 operator's monitor (``fidelity.monitor``): windows of a second, on a grid from the job's start,
 each against the healthy windows before it; it is told nothing of the faults, neither what nor
-when. A trial's finding is the monitor's first alarm after the injection; an alarm with no fault
-(a fault-free trial, or before a trial's injection) is a false alarm. A fault's place is drawn
+when. A trial's finding is the monitor's first incident after the injection; an incident with no
+fault (a fault-free trial, or before a trial's injection) is a false alarm. A fault's place is drawn
 among what the job uses (a link its connections cross, a switch on their paths, one of its ranks);
 a slow rank gets a CPU share below what it used in the window before (a share above that would
 not slow it); a hung rank is stopped (SIGSTOP) and continued.
@@ -51,7 +51,8 @@ FABRICS = ("bigraph:2,8", "leafspine:4,4,4", "hpn7:2,2,2,2")
 KINDS = ("slow-link", "link-down", "flap", "switch-down", "port-down", "slow-rank", "hang-rank")
 DESIGNS = ("tor", "plane", "routing")
 CLAIMS = (Claim("the detector names most faults, kind and place", "located (kind and place)", at_least=0.8),
-          Claim("it raises few false alarms on fault-free trials", "false alarms", at_most=0.25))
+          Claim("it raises few false alarms on fault-free trials", "fault-free trials with an alarm",
+                at_most=0.25))
 SMOKE = ("--topology", "bigraph:2,8", "--trials", "2", "--fault-free", "1", "--kinds", "slow-link,link-down",
          "--designs", "none", "--before", "2", "--fault-for", "3")
 

@@ -134,7 +134,7 @@ def test_the_score_has_a_confusion_table_and_wilson_intervals():
     assert any(line.startswith("  slow-link") and line.endswith("1/2") for line in lines)
     assert "located correctly (kind and place): 1 of 2 = 50%" in "\n".join(lines)
     assert "fault-free trials with an alarm: 0 of 1 = 0%" in "\n".join(lines)
-    assert "false alarms: 1 in 30.0 min of monitoring without a fault = 2.0 per hour" in lines
+    assert "false alarms (incidents): 1 in 30.0 min of monitoring without a fault = 2.0 per hour" in lines
     assert fault_scores.headline(rows)["false alarms per hour"] == 2.0
     assert "slow-link    during/before 0.60 [" in "\n".join(lines)
 
@@ -195,3 +195,24 @@ def test_a_ranks_few_ms_of_drift_on_a_long_step_is_not_a_slow_rank():
     assert rank_finding(before, Window([iteration(0.003)] * 3, {}, [])) is None
     found = rank_finding(before, Window([iteration(0.012)] * 3, {}, []))
     assert (found.kind, found.where) == ("rank-slow", "rank 1")
+
+
+def test_a_standing_shift_is_one_incident_and_becomes_the_new_normal():
+    """A queue that rises at 10 s and stays (a shift, not a fault that ends) raises one incident,
+    stands STANDING_WINDOWS windows and is then the monitor's baseline: no alarm after, and a
+    second rise on top of it at 40 s is seen against the new normal."""
+    from testbed.fidelity.diagnosis import Window
+    from testbed.fidelity.monitor import STANDING_WINDOWS, Monitor
+    from testbed.topology import interface
+    topo = BiGraph(2, 8)
+    link = next(lk for lk in topo.links if lk.a in topo.switches and lk.b in topo.switches)
+    port = interface(link.a, link.a_port)
+    level = lambda t: 0 if t < 10 else 20 if t < 40 else 80
+    samples = [(k * 0.02, level(k * 0.02), 0, 0) for k in range(3000)]
+    monitor = Monitor(topo, lambda a, b: Window([], {port: [x for x in samples if a <= x[0] < b]}, []), 0.0)
+    monitor.poll(60.0)
+    first = [a for a in monitor.alarms if a.at <= 40]
+    assert [a.at for a in first] == [float(t) for t in range(11, 11 + STANDING_WINDOWS)]
+    assert [a.new for a in first] == [True] + [False] * (STANDING_WINDOWS - 1) and monitor.rebased >= 1
+    later = [a for a in monitor.alarms if a.at > 40]
+    assert later and later[0].at == 41.0 and later[0].new             # the second rise, against the new normal

@@ -89,8 +89,9 @@ def run_trial(emu, watch, trial, topo, links, rng, *, before, fault_for, react=F
     seconds (rerouting around a link the monitor names slow, with `react`), the job settling; its
     row. The operator's monitor (``watch.monitor``) judges its windows on its own cadence over the
     whole run and is told nothing of the fault; the trial's finding is the first alarm raised after
-    the injection until the job has settled, its false alarms those raised before the injection (in
-    a fault-free trial, all of them)."""
+    the injection until the job has settled, its false alarms the incidents raised before the
+    injection (in a fault-free trial, all of them; an alarm standing on from the trial before is no
+    new incident, but it is the finding of a fault-free trial)."""
     monitor = watch.monitor
     watch.wait(watch.started + monitor.cadence * (monitor.healthy.maxlen + 1))   # its baseline filled first
     fault = trial.fault and place_fault(trial.fault, topo, links, rng, len(watch.comm.hosts))
@@ -127,6 +128,7 @@ def run_trial(emu, watch, trial, topo, links, rng, *, before, fault_for, react=F
     monitor.poll(end)
     raised = monitor.between(inject, end) if fault else []
     false = monitor.between(start, inject) if fault else monitor.between(start, end)
+    raised = [a for a in raised if a.new] + [a for a in raised if not a.new]    # a new incident first
     shown = raised[0] if fault and raised else (false[0] if not fault and false else None)
     found = shown.finding if shown else Finding("none", "", 1.0, "no alarm")
     expected = (EXPECTED[fault.kind], expected_place(fault, topo)) if fault else ("none", frozenset())
@@ -146,7 +148,7 @@ def run_trial(emu, watch, trial, topo, links, rng, *, before, fault_for, react=F
             "found": found.kind, "found_where": found.where, "confidence": round(found.confidence, 3),
             "correct": correct, "kind_correct": found.kind == expected[0],
             "detect_s": None if detect is None else round(detect, 2),
-            "false_alarms": len(false), "healthy_s": round((inject if fault else end) - start, 2),
+            "false_alarms": sum(a.new for a in false), "healthy_s": round((inject if fault else end) - start, 2),
             "alarms": [dict(a.to_dict(), at=round(a.at - watch.started, 3)) for a in monitor.between(start, end)],
             "busbw_before_MBps": round(b / 1e6, 4), "busbw_during_MBps": round(d / 1e6, 4),
             "during_over_before": round(d / b, 3) if b else None, "iterations": len(watch.ran(start, watch.now())),

@@ -6,6 +6,13 @@ last BASELINE_WINDOWS windows that raised no alarm, taken together. A window the
 something in raises an alarm (its end, its span, the finding) and stays out of the baseline, so a
 fault that lasts keeps being compared with the job before it; a window that raises none joins the
 baseline, which so follows the job's drift. The first BASELINE_WINDOWS windows only fill it.
+Consecutive windows that raise the same finding are one incident, as an operator's alerting counts
+them: the first raises it (``Alarm.new``), the others keep it standing. An alarm that stands
+STANDING_WINDOWS windows in a row, whatever it names, is the job's new normal (a shift that is not a
+fault, such as a standing queue left behind by TCP, or a fault the operator has been told of): its
+last windows become the baseline, so that the next change is seen against it rather than against
+a job that no longer runs. Greyhound's change-point detector restarts its run length at a change
+for the same reason; without it one such shift kept the monitor alarming every window after it.
 What an alarm rests on is the window's own data: the iterations that ended in it, the queue
 samples and the port events taken in it (``api.Watch.window``).
 """
@@ -16,6 +23,7 @@ from testbed.fidelity.diagnosis import Finding, Window, diagnose
 
 CADENCE_S = 1.0          # a window's length: two to five iterations of the watched allreduce
 BASELINE_WINDOWS = 4     # the healthy windows the current one is compared with
+STANDING_WINDOWS = 10    # an alarm standing this long (10 s) is the new normal: re-baselined
 
 
 @dataclass(frozen=True)
@@ -23,9 +31,11 @@ class Alarm:
     at: float              # the end of the window that raised it (monotonic seconds)
     span: tuple            # (start, end) of that window
     finding: Finding
+    new: bool = True       # the first window of its incident (the window before raised another or none)
 
     def to_dict(self):
-        return {"at": round(self.at, 3), "span": [round(t, 3) for t in self.span], **self.finding.to_dict()}
+        return {"at": round(self.at, 3), "span": [round(t, 3) for t in self.span], "new": self.new,
+                **self.finding.to_dict()}
 
 
 def merged(windows):
@@ -42,13 +52,16 @@ class Monitor:
     ``poll(now)`` judges every window that has ended by `now` and returns the alarms they raised;
     ``alarms`` keeps every one."""
 
-    def __init__(self, topo, window_of, started, cadence=CADENCE_S, baseline=BASELINE_WINDOWS):
-        if cadence <= 0 or baseline < 1:
-            raise ValueError("a monitor needs a cadence above 0 s and a baseline of 1 window or more")
-        self.topo, self.window_of, self.cadence = topo, window_of, cadence
+    def __init__(self, topo, window_of, started, cadence=CADENCE_S, baseline=BASELINE_WINDOWS,
+                 standing=STANDING_WINDOWS):
+        if cadence <= 0 or baseline < 1 or standing < baseline:
+            raise ValueError("a monitor needs a cadence above 0 s, a baseline of 1 window or more and "
+                             "a standing alarm at least as long as its baseline")
+        self.topo, self.window_of, self.cadence, self.standing = topo, window_of, cadence, standing
         self.next = started
         self.healthy = deque(maxlen=baseline)
-        self.alarms, self.judged = [], 0
+        self.streak = []                  # the windows of the alarm standing now
+        self.alarms, self.judged, self.rebased = [], 0, 0
 
     def poll(self, now):
         raised = []
@@ -58,8 +71,15 @@ class Monitor:
             finding = diagnose(self.topo, merged(self.healthy), window) \
                 if len(self.healthy) == self.healthy.maxlen else None
             if finding is not None and finding.kind != "none":
-                raised.append(Alarm(span[1], span, finding))
+                last = (self.alarms + raised)[-1] if self.streak else None
+                new = last is None or (last.finding.kind, last.finding.where) != (finding.kind, finding.where)
+                raised.append(Alarm(span[1], span, finding, new))
+                self.streak.append(window)
+                if len(self.streak) >= self.standing:
+                    self.healthy.extend(self.streak[-self.healthy.maxlen:])
+                    self.streak, self.rebased = [], self.rebased + 1
             else:
+                self.streak = []
                 self.healthy.append(window)
             if finding is not None:
                 self.judged += 1

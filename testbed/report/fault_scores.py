@@ -33,12 +33,12 @@ def cost_line(rows, kind):
 
 
 def false_alarm_line(rows):
-    """False alarms (raised with no fault, or before a trial's fault) per hour of the monitoring
-    without a fault (a faulty trial's before its injection)."""
+    """False alarms (incidents raised with no fault, or before a trial's fault) per hour of the
+    monitoring without a fault (a faulty trial's before its injection)."""
     count = sum(r["false_alarms"] for r in rows)
     healthy = sum(r["healthy_s"] for r in rows)
     rate = f" = {count / healthy * 3600:.1f} per hour" if healthy else ""
-    return f"false alarms: {count} in {healthy / 60:.1f} min of monitoring without a fault{rate}"
+    return f"false alarms (incidents): {count} in {healthy / 60:.1f} min of monitoring without a fault{rate}"
 
 
 def summary_lines(rows, kinds, found_kinds):
