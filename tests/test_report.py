@@ -115,3 +115,21 @@ def test_every_column_the_core_rows_write_is_explained_in_the_results_page():
         set(Comparison("x", ("a", "b"), [(1.0, 2.0), (1.0, 3.0)]).row())
     missing = sorted(c for c in columns if f"`{c}`" not in page and not (c.endswith(("_lo", "_hi")) or c in "ab"))
     assert missing == [], missing
+
+
+def test_rows_with_columns_of_their_own_keep_every_cell_under_its_header(tmp_path):
+    """load_balancing appends Clos rows, then HPN7 rows with other link tiers: every value stays
+    in its column (the file was written positionally under the first row's header)."""
+    import csv
+
+    from testbed.report.folder import RunFolder
+    folder = RunFolder(tmp_path).create()
+    folder.append("t.csv", {"fabric": "clos", "leaf->spine": 1.5, "trial": 0})
+    folder.append("t.csv", {"fabric": "clos", "leaf->spine": 1.2, "trial": 1})
+    folder.append("t.csv", {"fabric": "hpn7", "tor->agg": 2.0, "trial": 0}, {"fabric": "hpn7", "trial": 1})
+    folder.append("t.csv", {"fabric": "clos", "trial": 2})
+    rows = list(csv.DictReader((tmp_path / "t.csv").read_text().splitlines()))
+    assert [r["fabric"] for r in rows] == ["clos", "clos", "hpn7", "hpn7", "clos"]
+    assert [r["trial"] for r in rows] == ["0", "1", "0", "1", "2"]
+    assert rows[2]["tor->agg"] == "2.0" and rows[0]["tor->agg"] == "" and rows[2]["leaf->spine"] == ""
+    assert all(None not in r for r in rows)

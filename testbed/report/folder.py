@@ -40,6 +40,7 @@ class RunFolder:
 
     def __init__(self, path):
         self.path, self.files = Path(path), []
+        self._tables = {}          # {CSV name: its rows so far} (append)
         self.started = time.strftime("%Y-%m-%dT%H:%M:%S")
         self.date = self.started[:16].replace("T", " ")
 
@@ -74,16 +75,24 @@ class RunFolder:
         return self.path / name
 
     def append(self, name, *rows):
-        """More rows of a CSV table, written as soon as they are measured (the header with the first)."""
+        """More rows of a CSV table, written as soon as they are measured. Every column of every row
+        has its place under the header: a row with columns the header lacks (another fabric's link
+        tiers) rewrites the file with them added, the earlier rows' cells left empty."""
         path = self.path / name
         if not rows:
             return path
-        first = path not in self.files
-        with open(self._written(name), "w" if first else "a", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=list(rows[0]), extrasaction="ignore")
-            if first:
+        kept = self._tables.setdefault(name, [])
+        header = list(dict.fromkeys(k for r in kept for k in r))
+        kept.extend(rows)
+        wider = list(dict.fromkeys(header + [k for r in rows for k in r]))
+        if len(kept) > len(rows) and wider == header:
+            with open(self._written(name), "a", newline="") as f:
+                csv.DictWriter(f, fieldnames=header).writerows(rows)
+        else:
+            with open(self._written(name), "w", newline="") as f:
+                writer = csv.DictWriter(f, fieldnames=wider)
                 writer.writeheader()
-            writer.writerows(rows)
+                writer.writerows(kept)
         return path
 
     @contextmanager
