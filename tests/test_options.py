@@ -248,3 +248,5 @@ def test_training_scaling_leaves_out_the_default_systems_this_machine_cannot_run
     assert "hpn7-ring" in {p[0] for p in gpt.points} and not gpt._left_out
     small = training_scaling.prepare(parse(["training_scaling", "--ranks", "4,8", "--systems", "clos-ecmp-hd"]))
     assert not small._left_out
+    from testbed.experiments.fingerprint import fingerprint
+    assert "_left_out" not in fingerprint(plan)["parts"]       # what was left out says; it does nothing

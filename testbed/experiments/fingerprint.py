@@ -136,7 +136,8 @@ def fingerprint(plan, settings=None):
     """{"hash": the run's, "parts": {part: hash}}: a part per plan field, 'fabric N routes' per
     emulated fabric, 'schedules' for every placed schedule's steps, 'model' and 'settings' (slots,
     CPU placement: how the run's emulation is laid out)."""
-    parts = {name: digest(canonical(value)) for name, value in fields(plan).items() if name not in LEFT_OUT}
+    parts = {name: digest(canonical(value)) for name, value in fields(plan).items()
+             if name not in LEFT_OUT and not name.startswith("_")}      # _field: what the plan says, not does
     for k, topo in enumerate(getattr(plan, "fabrics", ()) or ()):
         parts[f"fabric {k} routes"] = digest(routes(topo))
     placed = placed_schedules(fields(plan), [])
