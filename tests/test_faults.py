@@ -216,3 +216,14 @@ def test_a_standing_shift_is_one_incident_and_becomes_the_new_normal():
     assert [a.new for a in first] == [True] + [False] * (STANDING_WINDOWS - 1) and monitor.rebased >= 1
     later = [a for a in monitor.alarms if a.at > 40]
     assert later and later[0].at == 41.0 and later[0].new             # the second rise, against the new normal
+
+
+def test_a_rank_is_named_slow_only_where_the_job_ran_slower():
+    """Greyhound's rule: a shift under 10% of the iteration is not a fault to page for."""
+    from testbed.fidelity.diagnosis import iteration_seconds, slower_job
+    it = lambda length: [{"start": 0.0, "steps": [[0.0, length, None, 1, False]]},
+                         {"start": 0.001, "steps": [[0.001, length / 2, None, 0, False]]}]
+    assert iteration_seconds(it(0.2)) == pytest.approx(0.2)
+    assert not slower_job([it(0.2)] * 4, [it(0.215)] * 2)
+    assert slower_job([it(0.2)] * 4, [it(0.23)] * 2)
+    assert slower_job([], [it(0.2)])

@@ -23,8 +23,11 @@ with a window before it (a fault-free trial's, or the job's own first iterations
   plus SPIKE_FLOOR_S; a rank whose spikes grew by SPIKE_GROWTH_S or more per step on average,
   RANK_RATIO times as much as any other rank's, is slow; so is one whose own delays grew evenly by
   RANK_FLOOR_S and RANK_SHIFT of its mean before or more per step, RANK_RATIO times as much as any
-  other rank's. (An own delay holds the step's transfer, so a few ms is drift; Greyhound alarms
-  only on a shift of 10% or more for the same reason.)
+  other rank's. (An own delay holds the step's transfer, so a few ms is drift.) A slow rank is
+  named only where the job's iterations took JOB_SHIFT longer than before or more: a rank that
+  costs the job less is not a fault an operator is paged for (Greyhound alarms only on a shift of
+  10% or more; without it, ranks a few ms behind the others on a job running at full speed raised
+  most of the false alarms).
 The confidence is how far the finding stands above the next candidate (0 to 1).
 """
 import statistics
@@ -33,6 +36,7 @@ from dataclasses import dataclass
 QUEUE_GROWTH, QUEUE_RATIO = 5.0, 3.0      # packets, times
 HANG_S, HANG_RATIO = 1.0, 3.0
 RANK_RATIO, RANK_FLOOR_S, RANK_SHIFT = 3.0, 0.002, 0.10
+JOB_SHIFT = 0.10          # how much longer the job's iterations must be for a slow rank
 SPIKE_TIMES, SPIKE_FLOOR_S, SPIKE_GROWTH_S = 2.0, 0.005, 0.001
 KINDS = ("none", "link-slow", "link-down", "switch-down", "rank-slow", "rank-hung")
 
@@ -152,6 +156,8 @@ def rank_finding(before, after):
         return Finding("rank-hung", f"rank {hung}", 1 - second / worst[hung],
                        f"rank {hung} held the others up {worst[hung]:.2f} s in one step (before, any rank at most "
                        f"{before_worst:.3f} s)")
+    if not slower_job(before.timing, after.timing):
+        return None
     spikes_now, spikes_was = spikes(now), spikes(was)
     grew = {r: spikes_now[r] - spikes_was.get(r, 0.0) for r in ranks}
     slow, others = standout(grew)
@@ -170,6 +176,20 @@ def rank_finding(before, after):
                        f"{grew[slow] * 1e3:.1f} ms more than before "
                        f"(any other rank {others * 1e3:.1f} ms more at most)")
     return None
+
+
+def iteration_seconds(iteration):
+    """An iteration's length: from its first rank's start to its last rank's last step's end."""
+    return max(t["steps"][-1][1] if t["steps"] else t["start"] for t in iteration) - min(t["start"] for t in iteration)
+
+
+def slower_job(before, after):
+    """Whether the iterations of `after` took JOB_SHIFT longer on average than those of `before`
+    (timings; True where either has none to compare)."""
+    if not before or not after:
+        return True
+    then = statistics.mean(iteration_seconds(it) for it in before)
+    return statistics.mean(iteration_seconds(it) for it in after) >= (1 + JOB_SHIFT) * then
 
 
 def spikes(delays):
