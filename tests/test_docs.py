@@ -55,6 +55,20 @@ def test_every_measured_block_of_a_page_is_what_its_record_gives():
     assert pages.mismatches(SCENARIOS) == []
 
 
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_every_scenario_page_shows_its_default_command_from_a_record(name):
+    """Measured figures come from records only: a page's first block is a run of its scenario's
+    default command (no options but the seed), and no page types an output block by hand."""
+    text = pages.page_of(name).read_text()
+    shown = pages.blocks(text)
+    assert shown, f"docs/scenarios/{name}.md shows no measured block"
+    first = records.load(ROOT / shown[0][1], SCENARIOS)
+    assert list(first["key"]) == [name], f"docs/scenarios/{name}.md: its first block is {first['command']}"
+    typed = pages.BLOCK.sub("", text)                 # what is left when the generated blocks are taken out
+    assert "Run again" not in typed and not re.search(r"^Measured with `sudo", typed, re.M), \
+        f"docs/scenarios/{name}.md types a measured run by hand: show it from a record"
+
+
 def test_every_kept_record_parses_names_its_scenario_and_a_commit_of_the_history():
     for path in sorted(records.RECORDS.rglob("*.json")):
         record = records.load(path, SCENARIOS)
