@@ -85,7 +85,7 @@ def test_rows_measured_before_an_interruption_are_kept(run_dir, clean_machine):
     run.wait_for("[2/")
     run.proc.send_signal(signal.SIGTERM)
     assert run.end()[0] == 143
-    summary = json.loads((run_dir / "allreduce.json").read_text())
+    summary = json.loads((run_dir / "bigraph_allreduce.json").read_text())
     assert summary["status"] == "interrupted by SIGTERM"
     assert len(summary["rows"]) >= 2 and all(r["wrong"] == 0 for r in summary["rows"])
     assert len((run_dir / "allreduce.csv").read_text().splitlines()) == 1 + len(summary["rows"])
@@ -103,7 +103,7 @@ def test_a_stopped_rank_is_named_within_10_s_and_every_rank_is_reaped(run_dir, c
     assert took < 10, (took, out)
     assert f"error: hdrm: rank {rank} (h" in out and "is stopped" in out and f"pid {victim}" in out, out
     assert rank_pids() == []
-    summary = json.loads((run_dir / "allreduce.json").read_text())
+    summary = json.loads((run_dir / "bigraph_allreduce.json").read_text())
     assert summary["status"].startswith("failed: hdrm: rank") and len(summary["rows"]) >= 1
 
 
