@@ -128,8 +128,8 @@ def run_trial(emu, watch, trial, topo, links, rng, *, before, fault_for, react=F
     monitor.poll(end)
     raised = monitor.between(inject, end) if fault else []
     false = monitor.between(start, inject) if fault else monitor.between(start, end)
-    raised = [a for a in raised if a.new] + [a for a in raised if not a.new]    # a new incident first
-    shown = raised[0] if fault and raised else (false[0] if not fault and false else None)
+    shown = next((a for a in raised if a.new), raised[0] if raised else None) if fault else \
+        (false[0] if false else None)           # a fault's first new incident, else one standing on
     found = shown.finding if shown else Finding("none", "", 1.0, "no alarm")
     expected = (EXPECTED[fault.kind], expected_place(fault, topo)) if fault else ("none", frozenset())
     correct = (found.kind, found_place(found)) == expected

@@ -60,7 +60,7 @@ class Monitor:
         self.topo, self.window_of, self.cadence, self.standing = topo, window_of, cadence, standing
         self.next = started
         self.healthy = deque(maxlen=baseline)
-        self.streak = []                  # the windows of the alarm standing now
+        self.streak = []                  # (window, finding) of the alarm standing now
         self.alarms, self.judged, self.rebased = [], 0, 0
 
     def poll(self, now):
@@ -71,12 +71,12 @@ class Monitor:
             finding = diagnose(self.topo, merged(self.healthy), window) \
                 if len(self.healthy) == self.healthy.maxlen else None
             if finding is not None and finding.kind != "none":
-                last = (self.alarms + raised)[-1] if self.streak else None
-                new = last is None or (last.finding.kind, last.finding.where) != (finding.kind, finding.where)
+                new = not self.streak or (self.streak[-1][1].kind, self.streak[-1][1].where) != \
+                    (finding.kind, finding.where)
                 raised.append(Alarm(span[1], span, finding, new))
-                self.streak.append(window)
+                self.streak.append((window, finding))
                 if len(self.streak) >= self.standing:
-                    self.healthy.extend(self.streak[-self.healthy.maxlen:])
+                    self.healthy.extend(w for w, _ in self.streak[-self.healthy.maxlen:])
                     self.streak, self.rebased = [], self.rebased + 1
             else:
                 self.streak = []

@@ -40,7 +40,7 @@ class RunFolder:
 
     def __init__(self, path):
         self.path, self.files = Path(path), []
-        self._tables = {}          # {CSV name: its rows so far} (append)
+        self._tables = {}          # {CSV name: (its header, its rows so far)} (append)
         self.started = time.strftime("%Y-%m-%dT%H:%M:%S")
         self.date = self.started[:16].replace("T", " ")
 
@@ -81,18 +81,17 @@ class RunFolder:
         path = self.path / name
         if not rows:
             return path
-        kept = self._tables.setdefault(name, [])
-        header = list(dict.fromkeys(k for r in kept for k in r))
+        header, kept = self._tables.setdefault(name, ([], []))
+        first, width = not kept, len(header)
         kept.extend(rows)
-        wider = list(dict.fromkeys(header + [k for r in rows for k in r]))
-        if len(kept) > len(rows) and wider == header:
-            with open(self._written(name), "a", newline="") as f:
-                csv.DictWriter(f, fieldnames=header).writerows(rows)
-        else:
-            with open(self._written(name), "w", newline="") as f:
-                writer = csv.DictWriter(f, fieldnames=wider)
+        header.extend(k for k in dict.fromkeys(k for r in rows for k in r) if k not in header)
+        with open(self._written(name), "w" if first or len(header) > width else "a", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=header)
+            if first or len(header) > width:
                 writer.writeheader()
                 writer.writerows(kept)
+            else:
+                writer.writerows(rows)
         return path
 
     @contextmanager
