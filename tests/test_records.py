@@ -10,7 +10,7 @@ from scenarios import SCENARIOS
 from testbed.errors import TestbedError
 from testbed.experiments import pages
 from testbed.experiments import record as records
-from testbed.experiments.claims import Claim
+from testbed.experiments.claims import Claim, check_claims, refuted
 from testbed.experiments.fingerprint import canonical, changed, of_run
 
 
@@ -163,6 +163,18 @@ def test_a_claim_reads_one_headline_figure():
     assert claim.check({"hdrm busbw/link": 0.95})["verdict"] == "holds"
     assert claim.check({"hdrm busbw/link": 0.5})["verdict"] == "DOES NOT HOLD"
     assert claim.check({})["verdict"] == "NOT MEASURED"
+
+
+def test_a_gain_is_judged_on_its_interval_not_its_mean():
+    claim = Claim("paths win", "utilisation: gain", at_least=0.05)
+    def figures(mean, lo, hi):
+        return {"utilisation: gain": mean, "utilisation: gain low": lo, "utilisation: gain high": hi}
+    assert claim.check(figures(0.10, 0.06, 0.14))["verdict"] == "holds"
+    assert claim.check(figures(0.10, -0.2, 0.4))["verdict"] == "not shown"
+    assert claim.check(figures(0.047, -0.1, 0.2))["verdict"] == "not shown"
+    assert claim.check(figures(0.0, 0.0, 0.0))["verdict"] == "DOES NOT HOLD"
+    checked = check_claims([claim], figures(0.0, -0.01, 0.01)) + check_claims([claim], {})
+    assert [c["verdict"] for c in refuted(checked)] == ["DOES NOT HOLD", "NOT MEASURED"]
 
 
 @pytest.mark.parametrize("name", sorted(SCENARIOS))

@@ -1,7 +1,12 @@
 """A page's headline claim as data: the figure of a run it reads and the bound it must meet, as
 Mininet's test_hifi states a paper's claim with a tolerance. The same claim is printed with every
 run, shown on the scenario's page, and checked by the scenario's smoke test
-(``tests/emulation/test_claims.py``), so a regression is seen the day it happens."""
+(``tests/emulation/test_claims.py``), so a regression is seen the day it happens.
+
+A paired gain ("...: gain", with its "gain low" and "gain high") is judged on its 95% interval, not
+its mean: the claim holds when the whole interval meets the bound, DOES NOT HOLD when none of it
+does, and is "not shown" when the interval lies on both sides (a few noisy trials prove nothing
+either way). A figure without an interval is judged on its value."""
 from dataclasses import dataclass
 
 
@@ -18,16 +23,35 @@ class Claim:
     def bound(self):
         return " and ".join(f"{op} {v:g}" for op, v in ((">=", self.at_least), ("<=", self.at_most)) if v is not None)
 
+    def interval(self, headline):
+        """(low, high) of a gain's 95% interval in the headline, or None."""
+        lo, hi = headline.get(self.figure + " low"), headline.get(self.figure + " high")
+        return (lo, hi) if isinstance(lo, (int, float)) and isinstance(hi, (int, float)) else None
+
     def check(self, headline):
         """{claim, figure, value, verdict, said} on a run's headline figures."""
         value = headline.get(self.figure)
         if value is None:
-            verdict, said = "NOT MEASURED", f"{self.figure} not in this run"
-        else:
+            return {"claim": self.text, "figure": self.figure, "value": None, "verdict": "NOT MEASURED",
+                    "said": f"{self.figure} not in this run"}
+        ranged = self.interval(headline)
+        if ranged is None:
             verdict = "holds" if self.holds(value) else "DOES NOT HOLD"
             said = f"{self.figure} = {value:g}, needs {self.bound()}"
+        else:
+            lo, hi = ranged
+            wholly_out = ((self.at_least is not None and hi < self.at_least)
+                          or (self.at_most is not None and lo > self.at_most))
+            verdict = ("holds" if self.holds(lo) and self.holds(hi) else
+                       "DOES NOT HOLD" if wholly_out else "not shown")
+            said = f"{self.figure} = {value:g} [{lo:g}, {hi:g}], needs {self.bound()} over the 95% interval"
         return {"claim": self.text, "figure": self.figure, "value": value, "verdict": verdict, "said": said}
 
 
 def check_claims(claims, headline):
     return [claim.check(headline) for claim in claims]
+
+
+def refuted(checked):
+    """The checked claims a run contradicts or could not measure (what a smoke test fails on)."""
+    return [c for c in checked if c["verdict"] in ("DOES NOT HOLD", "NOT MEASURED")]

@@ -20,6 +20,7 @@ import re
 
 from testbed.errors import TestbedError
 from testbed.experiments import record as records
+from testbed.experiments.claims import check_claims
 from testbed.experiments.fingerprint import changed, of_run
 
 ROOT = records.ROOT
@@ -97,16 +98,17 @@ def headline_text(record):
     return "; ".join(shown[:MAX_HEADLINE]) + (f"; {more} more in the record" if more > 0 else "") if shown else "-"
 
 
-def body(record, runs):
-    """A block's text from its record; runs: every kept record of the same command, oldest first."""
+def body(record, runs, claims=()):
+    """A block's text from its record; runs: every kept record of the same command, oldest first;
+    claims: the scenario's, checked on the record's headline as the code at HEAD reads them."""
     status = "" if record["status"] == "complete" else f" It ended {record['status']}."
     lines = [f"Measured with `sudo python3 {record['command']}` on {record['started'][:16].replace('T', ' ')}, "
              f"commit {commit_of(record)}, in {duration(record['seconds'])} ({machine_of(record)}); plan "
              f"{record['fingerprint']['hash'][:7]}; record `{record['path']}`.{status}", "", *output_lines(record), ""]
-    claims = record.get("claims") or []
-    if claims:
-        lines += ["Claims checked on this run:", ""]
-        lines += [f"- {c['claim']}: **{c['verdict']}** ({c['said']})" for c in claims]
+    checked = check_claims(claims, record["headline"])
+    if checked:
+        lines += ["Claims checked on this run's figures:", ""]
+        lines += [f"- {c['claim']}: **{c['verdict']}** ({c['said']})" for c in checked]
         lines.append("")
     lines += ["Runs of this command (newest first):", "", "| date | commit | plan | time | headline figures |",
               "|---|---|---|---|---|"]
@@ -186,7 +188,8 @@ def refresh(scenarios, parser, names=None):
             parts, why = staleness(newest, scenarios, parser)
             notes.append(parts)
             out += [text[at:match.start()], f"<!-- measured: {newest['path']} -->\n",
-                    banner(parts, why) if parts else "", body(newest, runs), "<!-- /measured -->"]
+                    banner(parts, why) if parts else "",
+                    body(newest, runs, getattr(scenarios[name], "CLAIMS", ())), "<!-- /measured -->"]
             at = match.end()
         out.append(text[at:])
         page.write_text("".join(out))
@@ -219,6 +222,6 @@ def mismatches(scenarios):
             runs = [r for r in kept.get((name, tuple(rec["key"])), [rec]) if r["started"] <= rec["started"]]
             if rec["scenario"] != name:
                 found.append((named(page), path, f"a record of {rec['scenario']}"))
-            elif without_banner(match.group(2)) != body(rec, runs):
+            elif without_banner(match.group(2)) != body(rec, runs, getattr(scenarios[name], "CLAIMS", ())):
                 found.append((named(page), path, "the block is not what the record gives"))
     return found
