@@ -2,7 +2,9 @@
 gradients, for N = 4, 8, 16, ... ranks, on four systems, and the linear-scaling ratio
 throughput(N) / ((N / N0) x throughput(N0)), N0 the smallest N.
 
-- bigraph-hdrm: EFLOPS' system, BiGraph with a NIC per accelerator, HDRM;
+- bigraph-hdrm: EFLOPS' system, BiGraph with a NIC per accelerator, HDRM; from 16 ranks on, its
+  servers are EFLOPS' (4 accelerators on one switch: BiGraph(4, N/4, c), c parallel links enough
+  for HDRM, c = 2 at 16), below that one accelerator per switch (BiGraph(1, N));
 - bigraph-ring: the same fabric, Ring with consecutive ranks alternating layers;
 - clos-ecmp-hd: a leaf-spine Clos (4 hosts per leaf, 4 spines) with ECMP, halving-doubling;
 - single-nic-hd: servers of 4 accelerators that share one NIC (one host per server, its 4 ranks
@@ -101,8 +103,7 @@ def system_fabric(system, ranks, rate, queue, delay, routing="ecmp", uplink_rati
     """(topology, routing mode, allreduce variant, host per rank) of a system at N ranks; the
     systems that ECMP routes take `routing` and `uplink_ratio` (faster_uplinks) instead."""
     if system in ("bigraph-hdrm", "bigraph-ring"):
-        n = 8 if ranks >= 8 else ranks
-        topo = BiGraph(ranks // n, n, rate=rate, queue=queue, delay=delay)
+        topo = BiGraph(*eflops_shape(ranks), rate=rate, queue=queue, delay=delay)
         variant = "hdrm" if system == "bigraph-hdrm" else "ring_topo"
         return topo, "deterministic", variant, place(variant, topo)
     if system == "clos-ecmp-hd":
@@ -121,6 +122,17 @@ def system_fabric(system, ranks, rate, queue, delay, routing="ecmp", uplink_rati
     hosts = [topo.host_at(r // PER_SERVER, 0).name for r in range(ranks)]
     return topo, "deterministic", "hd", (schedule, hosts)
 
+
+
+def eflops_shape(ranks):
+    """(m, n, c) of the BiGraph a BiGraph system runs N ranks on: EFLOPS' servers of PER_SERVER
+    accelerators on one switch where N fills two switches of them (a tensor-parallel group of up to
+    PER_SERVER stays in its server), with c parallel links so that HDRM's m <= c*n/2 holds;
+    below that one accelerator per switch."""
+    if ranks < 4 * PER_SERVER:
+        return 1, ranks, 1
+    n = ranks // PER_SERVER
+    return PER_SERVER, n, -(-2 * PER_SERVER // n)
 
 
 def unfit(system, ranks, rate, limit, topo=None):

@@ -4,10 +4,13 @@ from pathlib import Path
 
 import pytest
 
+from scenarios.training_scaling import system_fabric
 from testbed.api.jobs import Job, bus_bytes, scaleup_seconds
 from testbed.collectives import workload
 from testbed.collectives.placements import place_jobs
 from testbed.errors import TestbedError
+from testbed.probes.collisions import predicted_collided_steps
+from testbed.routing.plan import deterministic_routes
 from testbed.topology import HPN7, BiGraph
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -120,6 +123,11 @@ def test_a_tensor_parallel_group_is_one_servers_accelerators_and_data_parallel_c
         servers = [{fabric.hosts[hosts[r]].server for r in g} for g in gpt.groups().groups("TP")]
         assert all((len(s) == 1) == inside for s in servers)
         assert all(len({fabric.hosts[hosts[r]].server for r in g}) == 4 for g in gpt.groups().groups("DP"))
+    for ranks in (16, 32):                     # training_scaling's BiGraph systems have EFLOPS' servers
+        topo, _, variant, (schedule, order) = system_fabric("bigraph-hdrm", ranks, 10, 100, 0)
+        hosts = place_jobs(topo, [ranks])[0]
+        assert all(len({topo.hosts[hosts[r]].server for r in g}) == 1 for g in gpt.groups(ranks).groups("TP"))
+        assert predicted_collided_steps(schedule, order, topo, deterministic_routes(topo)) == 0   # HDRM's own
     hpn = HPN7(2, 2, 4, 2)                     # 4 servers of 4 accelerators, one per rail
     hosts = place_jobs(hpn, [16])[0]
     rails = [{hpn.hosts[hosts[r]].rail for r in g} for g in gpt.groups().groups("DP")]
