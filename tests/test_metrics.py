@@ -10,7 +10,8 @@ from testbed.emulation.capacity import largest_faithful_ranks
 from testbed.fidelity import predict
 from testbed.fidelity.verdict import flag, judge
 from testbed.routing import plan
-from testbed.topology import BiGraph
+from testbed.routing.hashing import Draw, Placer
+from testbed.topology import BiGraph, LeafSpine
 
 
 def test_a_row_reports_the_mean_median_and_p99_and_flags_busbw_above_the_link():
@@ -58,6 +59,44 @@ def test_the_model_is_latency_for_small_messages_and_the_link_for_large():
     assert model("hd", topo, 1 << 18)[0] > 1.8 * large      # plain HD shares links: the model knows
     # under ECMP the routes are the hash's: only the NICs' links are known, so no sharing is modelled
     assert model("hd", topo, 1 << 18, "ecmp")[0] == pytest.approx(large, rel=0.001)
+
+
+def barrier_model(topo, schedule, conns, count, paths):
+    return predict.collective_time(topo, schedule, conns, count, paths, 9000, timing="rounds")[0]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_model_follows_the_ranks_past_a_collision_as_they_run(seed):
+    """Pairwise alltoall under ECMP: a rank whose transfer met no collision goes on to its next step
+    while a collided one still moves, so the schedule played in time is never slower than one that
+    waits for every rank at every round, and is faster where a round collided; without collisions
+    (HDRM on BiGraph) the two agree."""
+    topo = LeafSpine(4, 4, 4)
+    schedule, hosts = place("pairwise", topo, "alltoall")
+    conns = rank_connections(schedule, hosts, [7000] * len(hosts), 1, Draw(seed))
+    placer = Placer(topo, plan(topo, "ecmp"), "hash")
+    paths = {c: placer.path(c) for peers in conns.values() for cs in peers.values() for c in cs}
+    timed, _ = predict.collective_time(topo, schedule, conns, 1 << 16, paths, 9000)
+    barrier = barrier_model(topo, schedule, conns, 1 << 16, paths)
+    assert timed < 0.95 * barrier
+    eflops = BiGraph(2, 8)
+    schedule, hosts = place("hdrm", eflops)
+    conns = rank_connections(schedule, hosts, [7000] * len(hosts), 1)
+    every = [c for peers in conns.values() for cs in peers.values() for c in cs]
+    paths = predict.route_paths(eflops, plan(eflops), every)
+    timed, _ = predict.collective_time(eflops, schedule, conns, 1 << 16, paths, 9000)
+    assert timed == pytest.approx(barrier_model(eflops, schedule, conns, 1 << 16, paths), rel=1e-6)
+
+
+def test_a_step_waits_for_its_floor_and_its_partner():
+    """Latency floors add up along a rank's steps, and a rank whose partner is late waits for it."""
+    topo = BiGraph(2, 8)
+    schedule, hosts = place("hdrm", topo)
+    conns = rank_connections(schedule, hosts, [7000] * len(hosts), 1)
+    every = [c for peers in conns.values() for cs in peers.values() for c in cs]
+    paths = predict.route_paths(topo, plan(topo), every)
+    seconds, floors = predict.as_ranks_run(topo, schedule, conns, 16, paths, 9000, latency_s=1e-3)
+    assert floors == pytest.approx(8e-3) and seconds == pytest.approx(8e-3, rel=1e-6)
 
 
 def test_ranks_that_share_a_host_cost_the_model_nothing_between_them():

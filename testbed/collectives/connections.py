@@ -64,7 +64,7 @@ def step_transfers(schedule, connections, count):
         moved = {}
         for r in range(ranks):
             steps, peer, elements = schedule.uniform_step(r, ranks, count)
-            _stripe(moved, connections[r][peer], ELEMENT_BYTES * elements)
+            stripe(moved, connections[r][peer], ELEMENT_BYTES * elements)
         return [(steps, moved)]
     plans = [schedule.steps(r, ranks, count) for r in range(ranks)]
     out = []
@@ -72,12 +72,12 @@ def step_transfers(schedule, connections, count):
         moved = {}
         for r, d, i, _ in step:
             lo, hi = plans[r][i].send
-            _stripe(moved, connections[r][d], ELEMENT_BYTES * (hi - lo))
+            stripe(moved, connections[r][d], ELEMENT_BYTES * (hi - lo))
         out.append((1, moved))
     return out
 
 
-def _stripe(moved, conns, size):
+def stripe(moved, conns, size):
     for k, conn in enumerate(conns):
         part = size * (k + 1) // len(conns) - size * k // len(conns)
         if part:

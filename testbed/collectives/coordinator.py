@@ -13,6 +13,8 @@ import time
 from testbed.collectives.placements import rank_ips
 from testbed.emulation.processes import LOOPBACK, ProgramError, expect_all, free_port, start_local, stop_all
 
+SOCKBUF = 1 << 20        # each rank socket's send and receive buffer (SO_SNDBUF, SO_RCVBUF)
+
 
 class AllreduceError(ProgramError):
     pass
@@ -53,7 +55,7 @@ def emulation_launcher(emu, hosts, port=7000):
 class Coordinator:
     """with Coordinator(algorithm, addresses, launch) as c: c.run(count, iterations)"""
 
-    def __init__(self, algorithm, addresses, launch, timeout=20.0, sockbuf=1 << 20, streams=1, pacing=None,
+    def __init__(self, algorithm, addresses, launch, timeout=20.0, sockbuf=SOCKBUF, streams=1, pacing=None,
                  eager_limit=None, label=None, source_ports=None, dscp=None, stopped_ok=False):
         """algorithm: a schedule (``schedules.ALGORITHMS``) or its name, or a list of schedules that
         the same ranks run in turn on the same connections (``iterate``'s `schedule` picks one);
