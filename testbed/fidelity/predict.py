@@ -113,8 +113,10 @@ def as_ranks_run(topo, schedule, connections, count, paths, mtu, latency_s=0.0, 
     connection shares the links max-min fairly with the others, rates shared again whenever one
     starts or ends. A step ends when its send has gone, its receive has arrived and latency_s has
     passed since it began. Timed by rounds instead, the pairwise alltoall under ECMP ran 1.4-1.7x
-    faster than the model (load_balancing, LeafSpine(4,4,4), 256 KiB); timed so, 1.22-1.33x (4
-    runs): what is left is not explained yet."""
+    faster than the model (load_balancing, LeafSpine(4,4,4), 16 KiB per message); timed so,
+    1.22-1.33x (4 runs), and 1.00-1.10x with 128 KiB messages: a message of two frames is where the
+    fluid model is coarse (two such messages on one link: a FIFO ends one of them a frame early,
+    sharing ends both together)."""
     ranks = len(connections)
     plans = [schedule.steps(r, ranks, count) for r in range(ranks)]
     crossing = {c: paths[c] for peers in connections.values() for cs in peers.values() for c in cs if paths.get(c)}
