@@ -139,6 +139,20 @@ def test_the_score_has_a_confusion_table_and_wilson_intervals():
     assert "slow-link    during/before 0.60 [" in "\n".join(lines)
 
 
+def test_precision_recall_and_f1_per_c4_class_count_wrong_and_false_alarms_against_the_named_class():
+    row = lambda injected, found, correct: dict(injected=injected, found=found, correct=correct)
+    rows = [row("slow-link", "link-slow", True), row("slow-link", "none", False),
+            row("hang-rank", "rank-slow", False), row("none", "link-slow", False), row("none", "none", True)]
+    scores = fault_scores.class_scores(rows)
+    (p, *_), (r, *_), f = scores["comm slow"]
+    assert (p, r, f) == (0.5, 0.5, 0.5)                        # a false alarm named it, a fault missed it
+    assert scores["compute hung"][0][0] is None and scores["compute hung"][1][0] == 0.0
+    assert scores["compute slow"][0][0] == 0.0                 # it named a hung rank slow
+    (p, *_), (r, *_), f = scores["overall"]
+    assert (p, r) == (1 / 3, 1 / 3) and f == pytest.approx(1 / 3)
+    assert any(line.startswith("  comm slow") for line in fault_scores.class_lines(rows))
+
+
 def test_a_flapping_link_always_ends_up():
     from testbed.emulation.events import toggles
     assert toggles(0, 5, 1)[-1] == (5, True) and toggles(0, 5, 1)[:2] == [(0, False), (1, True)]

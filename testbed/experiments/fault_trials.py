@@ -152,6 +152,8 @@ def run_trial(emu, watch, trial, topo, links, rng, *, before, fault_for, react=F
             "alarms": [dict(a.to_dict(), at=round(a.at - watch.started, 3)) for a in monitor.between(start, end)],
             "busbw_before_MBps": round(b / 1e6, 4), "busbw_during_MBps": round(d / 1e6, 4),
             "during_over_before": round(d / b, 3) if b else None, "iterations": len(watch.ran(start, watch.now())),
+            "iteration_s_before": round((inject - start) / len(watch.ran(start, inject)), 4)
+            if watch.ran(start, inject) else None,
             "wrong": watch.wrong(start, watch.now()), "evidence": found.evidence,
             "events": [e.what for e in timeline.done],
             "event_error": timeline.error, "job_error": watch.error,

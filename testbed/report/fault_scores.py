@@ -1,9 +1,56 @@
 """A fault localisation's score from its trials' rows: the confusion of injected against found
-kinds, the shares located with their Wilson intervals, the time to the alarm that named the fault,
-the false alarms, what each kind cost the collective, and what rerouting regained."""
+kinds, the shares located with their Wilson intervals, precision, recall and F1 per C4 class, the
+time to the alarm that named the fault (seconds and iterations), the false alarms, what each kind
+cost the collective, and what rerouting regained; the published detectors' figures beside them."""
 import statistics
 
 from testbed.report.paired import Comparison, figure, interval, wilson
+
+# C4's classes (Alibaba's C4, Dong et al.): a fault is in the communication or not, and it slows
+# the job or stops it. A link, port or switch that stops carrying is communication, hung (until the
+# fabric routes around it); a slowed link, communication, slow; a slowed rank, computation, slow; a
+# stopped rank, computation, hung.
+CLASSES = {"slow-link": "comm slow", "link-down": "comm hung", "flap": "comm hung", "switch-down": "comm hung",
+           "port-down": "comm hung", "slow-rank": "compute slow", "hang-rank": "compute hung"}
+FOUND_CLASSES = {"link-slow": "comm slow", "link-down": "comm hung", "switch-down": "comm hung",
+                 "rank-slow": "compute slow", "rank-hung": "compute hung"}
+# what the production detectors publish, named as theirs (none of them can be rerun)
+PUBLISHED = ("Minder (NSDI 2025): precision 0.904, F1 0.893, 3.6 s to react on average",
+             "Greyhound/Falcon (ATC 2025): > 99% of fail-slows detected (alarm on a >= 10% shift)",
+             "Holmes (NSDI 2025): 97.2% localised, within 30.3 s",
+             "C4 (Alibaba): four classes as above; error-induced downtime from 31.19% to 1.16% of job time")
+
+
+def f1(p, r):
+    if p is None or r is None:
+        return None
+    return 2 * p * r / (p + r) if p + r else 0.0
+
+
+def class_scores(rows):
+    """{class: (precision (share, lo, hi), recall (share, lo, hi), F1)} and "overall": an alarm counts
+    for its class when it named the fault's kind and place (``correct``); one on a fault-free trial,
+    or naming the wrong kind or place, counts against the class it named."""
+    out = {}
+    for c in list(dict.fromkeys(CLASSES.values())) + ["overall"]:
+        injected = [r for r in rows if r["injected"] != "none" and (c == "overall" or CLASSES.get(r["injected"]) == c)]
+        named = [r for r in rows if r["found"] != "none" and (c == "overall" or FOUND_CLASSES.get(r["found"]) == c)]
+        if not injected and not named:
+            continue
+        precision = wilson(sum(r["correct"] for r in named), len(named))
+        recall = wilson(sum(r["correct"] for r in injected), len(injected))
+        out[c] = (precision, recall, f1(precision[0], recall[0]))
+    return out
+
+
+def class_lines(rows):
+    """Precision, recall (Wilson intervals) and F1 per C4 class and over all."""
+    def said(e):
+        return "-" if e[0] is None else f"{e[0]:.2f} [{e[1]:.2f}, {e[2]:.2f}]"
+    lines = ["per class (C4's: communication or not, slow or hung), precision and recall [95% interval], F1:"]
+    for c, (p, r, f) in class_scores(rows).items():
+        lines.append(f"  {c:13s} precision {said(p):18s} recall {said(r):18s} F1 {'-' if f is None else f'{f:.2f}'}")
+    return lines
 
 
 def share_line(what, k, n):
@@ -50,11 +97,16 @@ def summary_lines(rows, kinds, found_kinds):
     lines.append(share_line("kind right", sum(r["kind_correct"] for r in faulty), len(faulty)))
     lines.append(share_line("fault-free trials with an alarm", sum(r["found"] != "none" for r in free), len(free)))
     lines.append(false_alarm_line(rows))
-    lines.append("time from injection to the alarm that named it (s), per kind: median (range, trials):")
+    lines += class_lines(rows)
+    lines.append("time from injection to the alarm that named it, per kind: median s (range, trials), median "
+                 "iterations of the job before the fault:")
     for kind in kinds:
-        times = sorted(r["detect_s"] for r in faulty if r["injected"] == kind and r["detect_s"] is not None)
+        mine = [r for r in faulty if r["injected"] == kind and r["detect_s"] is not None]
+        times = sorted(r["detect_s"] for r in mine)
+        iterations = [r["detect_s"] / r["iteration_s_before"] for r in mine if r.get("iteration_s_before")]
         if times:
-            lines.append(f"  {kind:12s} {statistics.median(times):5.2f} ({times[0]:.2f}-{times[-1]:.2f}, {len(times)})")
+            lines.append(f"  {kind:12s} {statistics.median(times):5.2f} ({times[0]:.2f}-{times[-1]:.2f}, {len(times)})"
+                         + (f"  {statistics.median(iterations):5.1f} iterations" if iterations else ""))
     lines.append("cost: busbw during the fault over the trial's window before it, per kind (mean [95% interval]):")
     for kind in kinds:
         if any(r["injected"] == kind for r in faulty):
@@ -71,6 +123,8 @@ def summary_lines(rows, kinds, found_kinds):
             lines.append(f"  {regained.line()}")
             shares = [r["busbw_after_react_MBps"] / r["busbw_before_MBps"] for r in reacted if r["busbw_before_MBps"]]
             lines.append("  after it, of the window before the fault: " + ", ".join(f"{s:.2f}" for s in shares))
+    lines.append("published, on production jobs (theirs, not rerun here):")
+    lines += [f"  {p}" for p in PUBLISHED]
     return lines
 
 
@@ -109,6 +163,7 @@ def headline(rows):
     healthy = sum(r["healthy_s"] for r in rows)
     return {"located (kind and place)": wilson(sum(r["correct"] for r in faulty), len(faulty))[0],
             "fault-free trials with an alarm": wilson(sum(r["found"] != "none" for r in free), len(free))[0],
+            "F1": class_scores(rows).get("overall", (None, None, None))[2],
             "false alarms per hour": round(sum(r["false_alarms"] for r in rows) / healthy * 3600, 2) if healthy
             else None}
 
