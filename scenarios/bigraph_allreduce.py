@@ -1,4 +1,6 @@
-"""BiGraph allreduce: Ring (rank order, alternating layers), HD and HDRM over a message-size sweep.
+"""BiGraph allreduce: Ring (rank order, alternating layers), HD and HDRM over a message-size sweep
+(and, asked for, recursive doubling in rank order or with HDRM's mapping, rd and rdrm, and auto: at
+each size the one of rdrm and hdrm that the model of this fabric finds fastest).
 
 Each variant runs real TCP allreduce between the emulated hosts, one rank process per rank; every
 result is compared with numpy's sum (#wrong). The summary names the winner at the smallest and at
@@ -14,7 +16,8 @@ from testbed.report import figures
 NAME = "bigraph_allreduce"
 ACROSS_MACHINES = True     # --machines (machines.head)
 HELP = "Ring (two orders), HD and HDRM allreduce on BiGraph over a message-size sweep (nccl-tests style)"
-ALGORITHMS = ("ring", "ring_topo", "hd", "hdrm")
+ALGORITHMS = ("ring", "ring_topo", "hd", "hdrm", "rd", "rdrm", "auto")
+DEFAULT_ALGORITHMS = ALGORITHMS[:4]       # recursive doubling (small messages) and auto on request
 CLAIMS = (Claim("HDRM runs at the link rate at 1 MiB (no link shared within a step)",
                 "hdrm busbw/link at 1048576 B", at_least=0.9),
           Claim("HDRM beats plain HD at 1 MiB (EFLOPS: HD in rank order congests)", "hdrm/hd busbw at 1048576 B",
@@ -26,8 +29,8 @@ SMOKE = ("--factor", "1024", "--iters", "3")     # 1 KiB and 1 MiB only
 
 def add_arguments(parser):
     add_fabric_arguments(parser, topology="bigraph:2,8")
-    parser.add_argument("--algorithms", default=",".join(ALGORITHMS),
-                        help="comma-separated, from " + ", ".join(ALGORITHMS) + " (default: all)")
+    parser.add_argument("--algorithms", default=",".join(DEFAULT_ALGORITHMS),
+                        help="comma-separated, from " + ", ".join(ALGORITHMS) + " (default %(default)s)")
     add_sweep_arguments(parser)
 
 

@@ -2,6 +2,7 @@
 training metrics: plain arithmetic, no root."""
 import pytest
 
+from testbed.api.sweep import modelled
 from testbed.collectives.connections import rank_connections
 from testbed.collectives.metrics import hockney, real_size, result_row
 from testbed.collectives.placements import on_shared_nics, place
@@ -97,6 +98,25 @@ def test_a_step_waits_for_its_floor_and_its_partner():
     paths = predict.route_paths(topo, plan(topo), every)
     seconds, floors = predict.as_ranks_run(topo, schedule, conns, 16, paths, 9000, latency_s=1e-3)
     assert floors == pytest.approx(8e-3) and seconds == pytest.approx(8e-3, rel=1e-6)
+
+
+def test_auto_chooses_recursive_doubling_for_small_messages_and_hd_for_large():
+    """On BiGraph(2,8) with EFLOPS' mapping: at 1 KiB a step is all latency and recursive doubling
+    takes half HD's steps; at 1 MiB it moves the whole vector every step and HD wins."""
+    topo = BiGraph(2, 8)
+    schedule, hosts = place("auto", topo)
+    assert list(schedule.choices) == ["rdrm", "hdrm"]
+    conns = rank_connections(list(schedule.choices.values()), hosts, [7000] * len(hosts), 1)
+    every = [c for peers in conns.values() for cs in peers.values() for c in cs]
+    paths = predict.route_paths(topo, plan(topo), every)
+    chosen = {}
+    for size in (1024, 1 << 20):
+        models = modelled(topo, schedule.choices, conns, paths, size // 4, 9000, 450)
+        chosen[size] = min(models, key=lambda n: models[n][0])
+    assert chosen == {1024: "rdrm", 1 << 20: "hdrm"}
+    assert models["rdrm"][0] > 1.8 * models["hdrm"][0]
+    schedule, _ = place("auto", LeafSpine(3, 2, 4))              # 12 ranks: the Ring alone
+    assert list(schedule.choices) == ["ring"]
 
 
 def test_ranks_that_share_a_host_cost_the_model_nothing_between_them():

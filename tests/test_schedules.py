@@ -78,7 +78,7 @@ def test_what_each_collective_means():
 
 
 @pytest.mark.parametrize("name,ranks,steps", [
-    ("ring", 8, 14), ("hd", 8, 6), ("ring_reducescatter", 8, 7), ("rh_reducescatter", 16, 4),
+    ("ring", 8, 14), ("hd", 8, 6), ("rd", 16, 4), ("ring_reducescatter", 8, 7), ("rh_reducescatter", 16, 4),
     ("ring_allgather", 12, 11), ("rd_allgather", 32, 5), ("pairwise_alltoall", 12, 11), ("xor_alltoall", 8, 7),
     ("tree_broadcast", 12, 4), ("tree_broadcast", 16, 4), ("sendrecv", 6, 1)])
 def test_rounds_as_the_ranks_meet(name, ranks, steps):
@@ -104,7 +104,7 @@ def test_a_schedule_whose_ranks_wait_on_each_other_is_caught():
         rounds(Crossed(), 2, 4)
 
 
-@pytest.mark.parametrize("name,ranks", [("hd", 12), ("rd_allgather", 6), ("rh_reducescatter", 24),
+@pytest.mark.parametrize("name,ranks", [("hd", 12), ("rd", 24), ("rd_allgather", 6), ("rh_reducescatter", 24),
                                         ("xor_alltoall", 10)])
 def test_power_of_two_algorithms_refuse_other_rank_counts(name, ranks):
     with pytest.raises(TestbedError, match=r"power-of-two rank count \(got \d+\): use \d+ or \d+ ranks"):
@@ -132,8 +132,10 @@ def max_flows_per_round(schedule, hosts, topo):
 
 @pytest.mark.parametrize("m,n", [(1, 8), (2, 8), (2, 4), (4, 8)])
 def test_rank_mapping_keeps_every_half_of_hd_on_distinct_links(m, n):
+    """And recursive doubling's allreduce, whose steps are HD's pairs with whole vectors."""
     topo = BiGraph(m, n)
-    for collective, variant, plain in (("allgather", "rdrm", "rd"), ("reducescatter", "rhrm", "rh")):
+    for collective, variant, plain in (("allgather", "rdrm", "rd"), ("reducescatter", "rhrm", "rh"),
+                                       ("allreduce", "rdrm", "rd")):
         assert set(max_flows_per_round(*place(variant, topo, collective), topo)) == {1}
         if m > 1:
             assert max(max_flows_per_round(*place(plain, topo, collective), topo)) >= 2

@@ -115,7 +115,8 @@ class Emulated:
               iters: int = 5, warmup: int = 1, model: bool = True, progress=SILENT, on_row=None,
               collective: str = "allreduce", eager_limit: int | None = None, placed: dict | None = None) -> Sweep:
         """A collective of each size by each algorithm, every result checked against numpy:
-        allreduce by 'ring', 'ring_topo', 'hd', 'hdrm', 'ring_grouped'; the other collectives
+        allreduce by 'ring', 'ring_topo', 'hd', 'hdrm', 'ring_grouped', 'rd', 'rdrm' and 'auto' (at each
+        size the choice the model of this fabric finds fastest; it needs the model); the other collectives
         ('allgather', 'reducescatter', 'alltoall', 'broadcast', 'sendrecv') by the variants
         docs/scenarios/collectives.md lists (placed: {name: (schedule, hosts)} instead, as
         ``api.sweep.place_variants`` gives them). model: judge each row against the model of the
@@ -127,6 +128,8 @@ class Emulated:
             raise TestbedError("a sweep needs at least one algorithm and one size")
         if min(sizes) < ELEMENT_BYTES or iters < 1 or warmup < 0:
             raise TestbedError(f"sizes must be at least {ELEMENT_BYTES} bytes, iters at least 1, warmup at least 0")
+        if "auto" in algorithms and not model:
+            raise TestbedError("auto chooses by the model of this fabric's step latency: sweep with model=True")
         placed = placed or sweeps.place_variants(self.topo, algorithms, collective, sizes)
         sweeps.check_sweep(sizes, max(len(h) for _, h in placed.values()), len(placed), self.topo.bytes_per_s,
                            warmup, iters)

@@ -33,6 +33,11 @@ class Collective:
     def emulator_bottleneck(self) -> bool:
         return self.verdict == "BOTTLENECK"
 
+    @property
+    def chose(self) -> str:
+        """What `auto` ran at this size (the algorithm itself for any other)."""
+        return self.row.get("chose", self.algorithm)
+
     @classmethod
     def from_row(cls, row: dict) -> Collective:
         return cls(row["algorithm"], row["size"], row["ranks"], row["time_us"], row["algbw_MBps"],

@@ -8,7 +8,7 @@ from testbed.collectives.coordinator import Coordinator, emulation_launcher
 from testbed.collectives.data import ELEMENT_BYTES
 from testbed.collectives.metrics import REFERENCE, hockney, real_size, result_row
 from testbed.collectives.placements import place
-from testbed.collectives.schedules import rounds
+from testbed.collectives.schedules import BySize, rounds
 from testbed.errors import TestbedError
 from testbed.fidelity import predict
 from testbed.fidelity.verdict import describe_all, judge
@@ -83,6 +83,13 @@ def iterations_for(size, iters, link_bytes, budget=1.0, cap=200):
     return max(iters, min(cap, int(budget / expected)))
 
 
+def modelled(topo, choices, conns, paths, count, mtu, idle_step_us):
+    """{choice: (seconds, latency-bound?)} by the model of fidelity.predict with the idle fabric's
+    step latency as each step's floor (None each without it): what auto chooses by."""
+    return {n: idle_step_us and predict.collective_time(topo, s, conns, count, paths, mtu, idle_step_us / 1e6)
+            for n, s in choices.items()}
+
+
 def run_sweep(emu, placed, size_list, warmup, iters, progress=print, eager_limit=None, on_row=None,
               idle_step_us=None):
     """Rows of nccl-tests-style results, one per (variant, size), each with its verdict (see
@@ -93,25 +100,31 @@ def run_sweep(emu, placed, size_list, warmup, iters, progress=print, eager_limit
     link_bytes = emu.topo.bytes_per_s
     progress(tables.header())
     for name, (schedule, hosts) in placed.items():
+        choices = schedule.choices if isinstance(schedule, BySize) else {name: schedule}
+        if len(choices) > 1 and not idle_step_us:
+            raise TestbedError("auto chooses by the model of this fabric's step latency: sweep with the model on")
         addresses, launch = emulation_launcher(emu, hosts)
-        conns = rank_connections(schedule, hosts, [port for _, port in addresses], 1)
+        conns = rank_connections(list(choices.values()), hosts, [port for _, port in addresses], 1)
         paths = predict.route_paths(emu.topo, emu.routing, [c for p in conns.values() for cs in p.values() for c in cs])
-        with Coordinator(schedule, addresses, launch, pacing=link_bytes, eager_limit=eager_limit,
+        with Coordinator(list(choices.values()), addresses, launch, pacing=link_bytes, eager_limit=eager_limit,
                          label=name) as coordinator:
             for size in size_list:
+                count = size // ELEMENT_BYTES
+                models = modelled(emu.topo, choices, conns, paths, count, emu.mtu, idle_step_us)
+                chose = min(choices, key=lambda n: models[n][0]) if len(choices) > 1 else name
                 timeout = 60 + 40 * size / link_bytes
                 drops = emu.switch_drops()
                 with emu.cpu_monitor() as cpu:
-                    times, wrong = coordinator.run(size // ELEMENT_BYTES, iterations_for(size, iters, link_bytes),
-                                                   warmup, timeout=timeout)
+                    times, wrong = coordinator.run(count, iterations_for(size, iters, link_bytes), warmup,
+                                                   timeout=timeout, schedule=list(choices).index(chose))
                 drops = emu.switch_drops() - drops
                 row = result_row(name, size, times, wrong, len(hosts), emu.topo.rate,
                                  collective=schedule.collective)
-                steps = len(rounds(schedule, len(hosts), size // ELEMENT_BYTES))
+                steps = len(rounds(choices[chose], len(hosts), count))
                 row.update(ranks=len(hosts), steps=steps, step_us=round(row["time_us"] / steps, 1))
-                model = idle_step_us and predict.collective_time(emu.topo, schedule, conns, size // ELEMENT_BYTES,
-                                                                 paths, emu.mtu, idle_step_us / 1e6)
-                row.update(judge(row, cpu.result(), model or None, drops))
+                if len(choices) > 1:
+                    row.update(chose=chose, choice_model_us={n: round(m[0] * 1e6, 1) for n, m in models.items()})
+                row.update(judge(row, cpu.result(), models[chose] or None, drops))
                 rows.append(row)
                 if on_row:
                     on_row(row)
@@ -120,7 +133,7 @@ def run_sweep(emu, placed, size_list, warmup, iters, progress=print, eager_limit
 
 
 RATIOS = [("hdrm", "ring"), ("hdrm", "ring_topo"), ("hd", "ring"), ("hdrm", "hd"),
-          ("rdrm", "ring"), ("rdrm", "rd"), ("rhrm", "ring"), ("rhrm", "rh"),
+          ("rdrm", "ring"), ("rdrm", "rd"), ("rdrm", "hdrm"), ("auto", "hdrm"), ("rhrm", "ring"), ("rhrm", "rh"),
           ("topo", "pairwise"), ("xor_rm", "xor"), ("tree", "ring")]
 
 
@@ -146,7 +159,8 @@ def compare_variants(rows):
                                         if r.get("cpu_saturated") and not r["emulator_bottleneck"]],
            "time_over_model": {f"{r['algorithm']}@{r['size']}": r["time_over_model"] for r in rows
                                if "time_over_model" in r},
-           "hockney": {}}
+           "hockney": {},
+           "auto": {r["size"]: {"chose": r["chose"], "model_us": r["choice_model_us"]} for r in rows if r.get("chose")}}
     for n in names:
         mine = [r for r in rows if r["algorithm"] == n]
         fit = hockney(mine, mine[0].get("ranks", 0), mine[0].get("steps", 0),
@@ -189,6 +203,11 @@ def summary_lines(cmp):
             lines.append(f"  {name}: alpha {fit['alpha_us']:.0f} us per step, beta {fit['beta_ns_per_byte']:.0f} ns/B "
                          f"({fit['fitted_mbit']:g} Mbit/s); on {ref['link_gbit']:g} Gbit/s links at "
                          f"{ref['step_us']:g} us per step {sizes}")
+    if cmp.get("auto"):
+        lines.append("  auto chose by the model (the idle fabric's step latency and the link rate, per choice in "
+                     "ms): " + "; ".join(f"{size} B {c['chose']} ("
+                                         + ", ".join(f"{n} {us / 1e3:.2f}" for n, us in c["model_us"].items()) + ")"
+                                         for size, c in cmp["auto"].items()))
     lines += [f"  #wrong over every iteration: {cmp['wrong']}", f"  {cmp['emulator']}"]
     if cmp.get("congestion_rows"):
         lines.append("  slower than a lossless fabric, with packets dropped at the switch queues and the CPU not "

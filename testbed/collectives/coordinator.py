@@ -138,9 +138,9 @@ class Coordinator:
                 on_iteration(done[-1])
         return done, None
 
-    def run(self, count, iterations, warmup=1, timeout=120.0):
+    def run(self, count, iterations, warmup=1, timeout=120.0, schedule=0):
         """Times (s) of the timed iterations, run back to back as one batch after the warmup's, and
-        the total #wrong over all of them, warmup included."""
-        wrong = self.iterate(count, 0, timeout, repeat=warmup)["wrong"] if warmup else 0
-        timed = self.iterate(count, 1, timeout, repeat=iterations)
+        the total #wrong over all of them, warmup included; schedule: which of the coordinator's."""
+        wrong = self.iterate(count, 0, timeout, repeat=warmup, schedule=schedule)["wrong"] if warmup else 0
+        timed = self.iterate(count, 1, timeout, repeat=iterations, schedule=schedule)
         return timed["times"], wrong + timed["wrong"]

@@ -9,10 +9,12 @@ import random
 from testbed.collectives.matchings import perfect_rounds
 from testbed.collectives.schedules import (
     BinomialTreeBroadcast,
+    BySize,
     HalvingDoubling,
     PairwiseAlltoall,
     PipelinedRingBroadcast,
     RecursiveDoubling,
+    RecursiveDoublingAllreduce,
     RecursiveHalving,
     Ring,
     RingAllgather,
@@ -168,17 +170,36 @@ def rounds_alltoall(topo):
     return RoundsAlltoall(alltoall_rounds(topo, hosts, deterministic_routes(topo))), hosts
 
 
+def by_size(topo):
+    """`auto`'s choices on one placement: on a BiGraph that takes EFLOPS' mapping, recursive
+    doubling and HD with it (rdrm, hdrm: each step collision-free, so neither needs the Ring); else in
+    rank order recursive doubling, HD and the Ring where the rank count is a power of two, the Ring
+    alone where it is not."""
+    try:
+        hosts = hdrm(topo)
+        return BySize({"rdrm": RecursiveDoublingAllreduce(), "hdrm": HalvingDoubling()}), hosts
+    except TestbedError:
+        hosts = rank_order(topo)
+    ranks = len(hosts)
+    power_of_two = ranks >= 2 and not ranks & (ranks - 1)
+    return BySize({"rd": RecursiveDoublingAllreduce(), "hd": HalvingDoubling(), "ring": Ring()} if power_of_two
+                  else {"ring": Ring()}), hosts
+
+
 ALLREDUCE = {
     "ring": (Ring(), rank_order),
     "ring_topo": (Ring(), alternating_layers),
     "ring_grouped": (Ring(), server_grouped),
     "hd": (HalvingDoubling(), rank_order),
     "hdrm": (HalvingDoubling(), hdrm),
+    "rd": (RecursiveDoublingAllreduce(), rank_order),
+    "rdrm": (RecursiveDoublingAllreduce(), hdrm),
+    "auto": (None, by_size),
     "ring_cross_segment": (Ring(), cross_segment),
 }
 # Each collective's variants, a schedule and a placement each (a placement may choose the schedule
-# too: (schedule, hosts)). EFLOPS' rank mapping serves the halves of HD as it serves HD, and the
-# xor alltoall's steps of one bit.
+# too: (schedule, hosts)). EFLOPS' rank mapping serves the halves of HD and recursive doubling
+# (HD's pairs, whole vectors) as it serves HD, and the xor alltoall's steps of one bit.
 COLLECTIVE_VARIANTS = {
     "allreduce": ALLREDUCE,
     "allgather": {"ring": (RingAllgather(), rank_order), "ring_topo": (RingAllgather(), alternating_layers),

@@ -127,6 +127,47 @@ class HalvingDoubling(Schedule):
         return halving + [Step(s.recv_from, s.recv, s.send_to, s.send, False) for s in reversed(halving)]
 
 
+class RecursiveDoublingAllreduce(Schedule):
+    """log2(p) exchanges of the whole vector with HD's partners in HD's order (rank ^ p/2, ^ p/4 ...
+    ^ 1), each adding the partner's vector: half HD's steps, each moving all n elements where HD's
+    move n/2 ... n/p and back. The choice where a step's latency outweighs its bytes (small
+    messages), as MPI libraries and NCCL switch algorithms by size; each step's pairs are one of
+    HD's, so EFLOPS' rank mapping keeps them on distinct links as it does HD's."""
+    name, collective = "rd", "allreduce"
+
+    def check(self, ranks):
+        _power_of_two(ranks, "recursive doubling")
+
+    def steps(self, rank, ranks, count):
+        out, mask = [], ranks >> 1
+        while mask:
+            out.append(Step(rank ^ mask, (0, count), rank ^ mask, (0, count), True))
+            mask >>= 1
+        return out
+
+
+class BySize(Schedule):
+    """Several allreduce schedules on one placement, one of them chosen for each size (``choose``:
+    the sweep asks the model of the fabric which is fastest), as MPI's decision functions and
+    NCCL's tuner choose by size. Not a schedule a rank runs: its ranks hold every choice on the
+    same connections and run the chosen one."""
+    name, collective = "auto", "allreduce"
+
+    def __init__(self, choices):
+        self.choices = dict(choices)          # {variant name: schedule}
+
+    def check(self, ranks):
+        for schedule in self.choices.values():
+            schedule.check(ranks)
+
+    def check_count(self, ranks, count):
+        for schedule in self.choices.values():
+            schedule.check_count(ranks, count)
+
+    def steps(self, rank, ranks, count):
+        raise TypeError("auto chooses a schedule per size: run one of its choices")
+
+
 def recursive_halving(rank, ranks, count):
     """log2(p) exchanges with rank ^ p/2, ^ p/4 ... ^ 1, each reducing half of what is left; rank r
     ends holding the sum of chunk r (of p equal chunks, when p divides count)."""
@@ -324,10 +365,10 @@ class PipelineBackward(PipelineForward):
     name, collective, step = "pipeline_backward", "pipeline_backward", -1
 
 
-ALGORITHMS = {cls.name: cls for cls in (Ring, HalvingDoubling, RingReduceScatter, RecursiveHalving, RingAllgather,
-                                        RecursiveDoubling, PairwiseAlltoall, XorAlltoall, RoundsAlltoall,
-                                        PipelinedRingBroadcast, BinomialTreeBroadcast, SendRecv, PipelineForward,
-                                        PipelineBackward)}
+ALGORITHMS = {cls.name: cls for cls in (Ring, HalvingDoubling, RecursiveDoublingAllreduce, RingReduceScatter,
+                                        RecursiveHalving, RingAllgather, RecursiveDoubling, PairwiseAlltoall,
+                                        XorAlltoall, RoundsAlltoall, PipelinedRingBroadcast, BinomialTreeBroadcast,
+                                        SendRecv, PipelineForward, PipelineBackward)}
 
 
 class Deadlock(AssertionError):

@@ -15,5 +15,7 @@ def header():
 
 
 def row(result):
+    """A row as nccl-tests prints it; auto's row says what it chose."""
     cells = [f"{result[key]:{fmt}}" if fmt.endswith("s") else f"{result[key]:>{fmt}}" for key, fmt in COLUMNS]
-    return "  " + " ".join(cells) + f"  {flag(result):10s}"
+    chose = f"  chose {result['chose']}" if result.get("chose") else ""
+    return "  " + " ".join(cells) + f"  {flag(result):10s}{chose}"

@@ -1,0 +1,29 @@
+"""Recursive doubling and `auto` on BiGraph(2, 8): real socket allreduce through the public API,
+ratios measured in one run. At 1 KiB a step is all latency and recursive doubling takes log2 p = 4
+where HD takes 8; at 1 MiB it moves the whole vector every step and HD's halving wins."""
+import pytest
+
+import testbed
+
+SMALL, LARGE = 1024, 1 << 20
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory):
+    with testbed.emulate(testbed.fabric("bigraph:2,8"), folder=tmp_path_factory.mktemp("small")) as emu:
+        return emu.sweep(["hdrm", "rdrm", "auto"], [SMALL, LARGE], warmup=1, iters=5)
+
+
+def test_every_result_matches_numpy(sweep):
+    assert len(sweep) == 6 and sweep.wrong == 0
+
+
+def test_recursive_doubling_beats_hd_on_small_messages_and_loses_on_large(sweep):
+    assert sweep.ratio("rdrm", "hdrm", SMALL, "time_us") <= 0.8, (sweep.get("rdrm", SMALL), sweep.get("hdrm", SMALL))
+    assert sweep.ratio("rdrm", "hdrm", LARGE) <= 0.7, (sweep.get("rdrm", LARGE), sweep.get("hdrm", LARGE))
+
+
+def test_auto_chooses_by_size_and_runs_what_it_chose(sweep):
+    assert (sweep.get("auto", SMALL).chose, sweep.get("auto", LARGE).chose) == ("rdrm", "hdrm")
+    assert sweep.ratio("auto", "hdrm", SMALL, "time_us") <= 0.8
+    assert sweep.ratio("auto", "hdrm", LARGE) >= 0.85
