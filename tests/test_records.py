@@ -31,6 +31,12 @@ def test_where_a_run_writes_changes_no_fingerprint(tmp_path):
     assert a == b
 
 
+def test_auto_is_fingerprinted_by_every_choice_it_may_run():
+    auto = of_run(SCENARIOS["bigraph_allreduce"], args_of("bigraph_allreduce", "--algorithms", "auto"))
+    both = of_run(SCENARIOS["bigraph_allreduce"], args_of("bigraph_allreduce", "--algorithms", "rdrm,hdrm"))
+    assert auto["hash"] != both["hash"] and auto["parts"]["sizes"] == both["parts"]["sizes"]
+
+
 @pytest.mark.parametrize("option, parts", [
     (("--rate", "20"), {"topo"}),
     (("--topology", "bigraph:2,4"), {"topo", "fabric 0 routes", "placed", "schedules"}),

@@ -20,7 +20,7 @@ import math
 from pathlib import Path
 
 from testbed import routing
-from testbed.collectives.schedules import Schedule
+from testbed.collectives.schedules import BySize, Schedule
 from testbed.emulation import shaping
 from testbed.programs import rank
 from testbed.topology import Topology
@@ -120,7 +120,10 @@ def placed_schedules(value, found, _seen=()):
 
 
 def steps(schedule, hosts):
-    """A placed schedule's steps, every rank's, at SAMPLE_COUNT elements per rank, with its hosts."""
+    """A placed schedule's steps, every rank's, at SAMPLE_COUNT elements per rank, with its hosts
+    (a choice by size: each of its choices')."""
+    if isinstance(schedule, BySize):
+        return {"schedule": schedule.name, "choices": {n: steps(s, hosts) for n, s in schedule.choices.items()}}
     ranks = len(hosts)
     count = SAMPLE_COUNT * ranks
     return {"schedule": schedule.name, "hosts": list(hosts),
