@@ -8,10 +8,9 @@ the largest size, the ratios between algorithms, and whether the emulator was th
 """
 from scenarios.common import SweepPlan, add_fabric_arguments, add_sweep_arguments, fabric, names, sweep_options
 from testbed.api import sweep
-from testbed.emulation import ovs
+from testbed.experiments import datapath_name, figures
 from testbed.experiments.claims import Claim
 from testbed.experiments.nccl_tests import run_sweeps
-from testbed.report import figures
 
 NAME = "bigraph_allreduce"
 ACROSS_MACHINES = True     # --machines (machines.head)
@@ -51,7 +50,7 @@ def run(plan, experiment):
 
     def heading(_collective, emu):
         return (f"\n# {NAME}: {topo.name}, {len(topo.hosts)} ranks, links {topo.rate:g} Mbit/s "
-                f"= {topo.rate / 8:g} MB/s, MTU {plan.mtu}, OVS {ovs.datapath_name(emu.datapath)}, "
+                f"= {topo.rate / 8:g} MB/s, MTU {plan.mtu}, OVS {datapath_name(emu.datapath)}, "
                 f"warmup {plan.warmup}, iters {plan.iters}, eager limit {plan.eager_limit} B")
 
     measured, check = run_sweeps(experiment, topo, {"allreduce": plan.placed}, plan.sizes, plan.warmup, plan.iters,

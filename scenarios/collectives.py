@@ -9,13 +9,10 @@ variants, the verdict on the emulator, and a busbw figure.
 import time
 
 from scenarios.common import SweepPlan, add_fabric_arguments, add_sweep_arguments, fabric, names, sweep_options
-from testbed.api import sweep
-from testbed.collectives.placements import COLLECTIVE_VARIANTS
-from testbed.emulation import ovs
-from testbed.errors import TestbedError
+from testbed.api import COLLECTIVE_VARIANTS, TestbedError, sweep
+from testbed.experiments import datapath_name, figures
 from testbed.experiments.claims import Claim
 from testbed.experiments.nccl_tests import run_sweeps
-from testbed.report import figures
 
 NAME = "collectives"
 ACROSS_MACHINES = True     # --machines (machines.head)
@@ -84,7 +81,7 @@ def run(plan, experiment):
 
     def heading(collective, emu):
         return (f"\n# {collective}: {topo.name}, {len(topo.hosts)} ranks, links {topo.rate:g} Mbit/s, "
-                f"MTU {plan.mtu}, OVS {ovs.datapath_name(emu.datapath)}, warmup {plan.warmup}, "
+                f"MTU {plan.mtu}, OVS {datapath_name(emu.datapath)}, warmup {plan.warmup}, "
                 f"iters {plan.iters}; busbw = algbw x {busbw_factor_text(collective)}")
 
     measured, check = run_sweeps(experiment, topo, plan.placed, plan.sizes, plan.warmup, plan.iters, mtu=plan.mtu,

@@ -11,15 +11,23 @@ with the run's settings, ``experiment.results`` is the run's folder), returning 
 import time
 from dataclasses import dataclass
 
-from testbed import api, routing
-from testbed.api import sweep
-from testbed.emulation.network import DEFAULT_MTU
-from testbed.errors import TestbedError
-from testbed.programs.rank import EAGER_LIMIT
-from testbed.routing.hashing import BONDS
-from testbed.topology import DEFAULT_QUEUE, DEFAULT_RATE, FORMS, from_spec
-from testbed.topology.hpn7 import HPN_UPLINK_CAPACITY, plane_forms
-from testbed.topology.uplinks import RATIOS, faster_uplinks
+from testbed import api
+from testbed.api import (
+    BONDS,
+    DEFAULT_MTU,
+    DEFAULT_QUEUE,
+    DEFAULT_RATE,
+    EAGER_LIMIT,
+    FORMS,
+    HPN_UPLINK_CAPACITY,
+    RATIOS,
+    TestbedError,
+    faster_uplinks,
+    from_spec,
+    plane_forms,
+    routing,
+    sweep,
+)
 
 ROUTINGS = ("ecmp", "pinned", "planned")
 MAX_SEED = 2**31 - 1

@@ -22,18 +22,11 @@ from scenarios.common import (
     seed_of,
     streams_option,
 )
-from testbed.api import Comm
+from testbed.api import ELEMENT_BYTES, HPN7, Comm, Draw, TestbedError, place
 from testbed.api.sweep import check_sweep
-from testbed.collectives.data import ELEMENT_BYTES
-from testbed.collectives.metrics import failure_timeline
-from testbed.collectives.placements import place
-from testbed.errors import TestbedError
+from testbed.experiments import describe, failure_timeline, figures
 from testbed.experiments.claims import Claim
 from testbed.experiments.trials import Form, run_once
-from testbed.fidelity.verdict import describe
-from testbed.report import figures
-from testbed.routing.hashing import Draw
-from testbed.topology import HPN7
 
 NAME = "dual_tor_failover"
 HELP = "HPN7 allreduce while a NIC-ToR link and then a ToR fail and return: dual-ToR against single-ToR"

@@ -23,15 +23,12 @@ from scenarios.common import (
     seed_of,
     with_uplinks,
 )
+from testbed.api import ELEMENT_BYTES, TestbedError, place
 from testbed.api.collision_trials import trial_line
 from testbed.api.sweep import check_sweep
-from testbed.collectives.data import ELEMENT_BYTES
-from testbed.collectives.placements import place
-from testbed.errors import TestbedError
+from testbed.experiments import describe_all, figures
 from testbed.experiments.claims import Claim
 from testbed.experiments.trials import Form, compare, run_trials
-from testbed.fidelity.verdict import describe_all
-from testbed.report import figures
 
 NAME = "ecmp_collisions"
 HELP = "HD on a Clos with ECMP against HDRM on BiGraph with deterministic routes: collisions per step, busbw"

@@ -2,9 +2,9 @@
 from dataclasses import dataclass
 
 from scenarios.common import add_fabric_arguments, at_least, fabric
-from testbed.errors import TestbedError
+from testbed.api import TestbedError
+from testbed.experiments import figures
 from testbed.experiments.claims import Claim
-from testbed.report import figures
 
 NAME = "fabric_check"
 ACROSS_MACHINES = True     # --machines (machines.head)

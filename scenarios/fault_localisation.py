@@ -29,21 +29,24 @@ import random
 from dataclasses import dataclass
 
 from scenarios.common import add_seed_argument, at_least, fabric, names, seed_of
-from testbed.api import Comm
-from testbed.collectives.data import ELEMENT_BYTES
-from testbed.collectives.placements import place
-from testbed.emulation import faults
-from testbed.emulation.network import DEFAULT_MTU
-from testbed.emulation.shaping import netem_available
-from testbed.errors import TestbedError
+from testbed.api import (
+    DEFAULT_MTU,
+    DEFAULT_QUEUE,
+    DEFAULT_RATE,
+    ELEMENT_BYTES,
+    FORMS,
+    HPN7,
+    Comm,
+    Draw,
+    Fault,
+    LeafSpine,
+    TestbedError,
+    place,
+)
+from testbed.experiments import FOUND_KINDS, fault_scores, figures, netem_available
 from testbed.experiments.claims import Claim
 from testbed.experiments.fault_trials import job_links, run_trial
 from testbed.experiments.job_trials import run_watched
-from testbed.fidelity.diagnosis import KINDS as FOUND_KINDS
-from testbed.report import figures
-from testbed.report.fault_scores import design_lines, headline, located_by_kind, summary_lines, trial_line
-from testbed.routing.hashing import Draw
-from testbed.topology import DEFAULT_QUEUE, DEFAULT_RATE, FORMS, HPN7, LeafSpine
 
 NAME = "fault_localisation"
 HELP = "random faults (slow or cut links, switches and NIC ports down, slow or hung ranks) located and scored"
@@ -99,7 +102,7 @@ def add_arguments(parser):
 @dataclass(frozen=True)
 class Trial:
     number: int
-    fault: object        # emulation.faults.Fault, or None (fault-free); a slow rank's share is set when run
+    fault: object        # api.Fault, or None (fault-free); a slow rank's share is set when run
     share_of_use: float = 0.0   # slow-rank: the CPU share as a fraction of what the rank used before
 
 
@@ -157,7 +160,7 @@ def prepare(args):
     kinds = kinds_of(args.kinds)
     designs = [] if args.designs == "none" else names(args.designs, "--designs", DESIGNS)
     seed = seed_of(args)
-    given = [faults.Fault.parse(text, lasting=args.fault_for) for text in args.inject or []]
+    given = [Fault.parse(text, lasting=args.fault_for) for text in args.inject or []]
     given = [_lasting(f, args.hang_for if f.kind == "hang-rank" else f.lasting) for f in given]
     rng, runs = random.Random(seed), []
     for topo in topos:
@@ -186,7 +189,7 @@ def check_job(topo, args):
 
 
 def _lasting(fault, lasting):
-    return faults.Fault(fault.kind, fault.where, fault.how, fault.at, lasting, fault.iteration)
+    return Fault(fault.kind, fault.where, fault.how, fault.at, lasting, fault.iteration)
 
 
 def draw_trials(topo, kinds, args, rng):
@@ -197,8 +200,8 @@ def draw_trials(topo, kinds, args, rng):
     chosen = [mine[(start + i) % len(mine)] for i in range(args.trials)] + [None] * args.fault_free
     rng.shuffle(chosen)
     return tuple(Trial(t, None if kind is None else
-                       faults.Fault(kind, "", fault_how(kind, rng), 0.0,
-                                    args.hang_for if kind == "hang-rank" else args.fault_for),
+                       Fault(kind, "", fault_how(kind, rng), 0.0,
+                             args.hang_for if kind == "hang-rank" else args.fault_for),
                        rng.uniform(0.25, 0.6) if kind == "slow-rank" else 0.0)
                  for t, kind in enumerate(chosen))
 
@@ -215,8 +218,8 @@ def design_runs(name, topos, args, rng):
         links = clos.fabric_links()
         chosen = [rng.choice(links) for _ in range(n)]
         how = [round(rng.uniform(0.15, 0.4), 2) for _ in range(n)]
-        trials = tuple(Trial(t, faults.Fault("slow-link", f"{clos.label(link.a)}-{clos.label(link.b)}", how[t], 0.0,
-                                             args.fault_for)) for t, link in enumerate(chosen))
+        trials = tuple(Trial(t, Fault("slow-link", f"{clos.label(link.a)}-{clos.label(link.b)}", how[t], 0.0,
+                                       args.fault_for)) for t, link in enumerate(chosen))
         return [Run("deterministic", clos, "deterministic", trials, name), Run("ecmp", clos, "ecmp", trials, name)]
     base = next((t for t in topos if isinstance(t, HPN7)), None) or HPN7(2, 2, 2, 2, **kw)
     size = (base.segments, base.servers, base.rails, base.aggs)
@@ -225,18 +228,18 @@ def design_runs(name, topos, args, rng):
         hosts = [rng.choice(sorted(dual.hosts)) for _ in range(n)]
         ports = [rng.randrange(2) for _ in range(n)]
         only = lambda h: single.label(single.attachment(single.hosts[h].ports[0])[0])
-        port_down = [faults.Fault("port-down", f"{h}:{p}", 0, 0.0, args.fault_for) for h, p in zip(hosts, ports)]
-        link_down = [faults.Fault("link-down", f"{h}-{only(h)}", 0, 0.0, args.fault_for) for h in hosts]
+        port_down = [Fault("port-down", f"{h}:{p}", 0, 0.0, args.fault_for) for h, p in zip(hosts, ports)]
+        link_down = [Fault("link-down", f"{h}-{only(h)}", 0, 0.0, args.fault_for) for h in hosts]
         return [Run("dual-ToR", dual, "ecmp", tuple(Trial(t, f) for t, f in enumerate(port_down)), name),
                 Run("single-ToR", single, "ecmp", tuple(Trial(t, f) for t, f in enumerate(link_down)), name)]
     dual, single = HPN7(*size, planes=2, tors=2, **kw), HPN7(*size, planes=1, tors=2, **kw)
     aggs = [rng.randrange(base.aggs) for _ in range(n)]
     planes = [rng.randrange(2) for _ in range(n)]
-    return [Run("dual-plane", dual, "ecmp", tuple(Trial(t, faults.Fault("switch-down", f"agg.p{p}.a{a}", 0, 0.0,
-                                                                         args.fault_for))
+    return [Run("dual-plane", dual, "ecmp", tuple(Trial(t, Fault("switch-down", f"agg.p{p}.a{a}", 0, 0.0,
+                                                                   args.fault_for))
                                               for t, (a, p) in enumerate(zip(aggs, planes))), name),
-            Run("single-plane", single, "ecmp", tuple(Trial(t, faults.Fault("switch-down", f"agg.a{a}", 0, 0.0,
-                                                                            args.fault_for))
+            Run("single-plane", single, "ecmp", tuple(Trial(t, Fault("switch-down", f"agg.a{a}", 0, 0.0,
+                                                                      args.fault_for))
                                                       for t, a in enumerate(aggs)), name)]
 
 
@@ -282,21 +285,22 @@ def run(plan, experiment):
         experiment.say(f"\n## {run.design + ': ' + run.label + ', ' if run.design else ''}{run.topo.describe()}, "
                        f"{run.routing} routing", section="rows")
         run_one(experiment, plan, k, run,
-                lambda row: experiment.row(row, trial_line(row), csv="fault_localisation.csv",
+                lambda row: experiment.row(row, fault_scores.trial_line(row), csv="fault_localisation.csv",
                                            omit=("events", "alarms")))
     rows = experiment.rows
     designs = {d: tuple(run.label for run in plan.runs if run.design == d)
                for d in dict.fromkeys(run.design for run in plan.runs if run.design)}
     located = [r for r in rows if r["design"] is None]
-    lines = summary_lines(located, KINDS + ("loss",), FOUND_KINDS) + design_lines(designs, rows)
+    lines = (fault_scores.summary_lines(located, KINDS + ("loss",), FOUND_KINDS)
+             + fault_scores.design_lines(designs, rows))
     bound = [f"{r['fabric']} trial {r['trial']}" for r in rows if r["emulator_bottleneck"]]
     lines.append("emulator: " + (f"WAS the bottleneck (CPU saturated) in {', '.join(bound)}" if bound else
                                  "was not the bottleneck (busiest core at most "
                                  f"{max((r['busiest_core'] for r in rows), default=0):.0%} busy)"))
     lines.append(f"#wrong: {experiment.wrong} (every allreduce checked against numpy)")
     experiment.about["summary"] = lines
-    experiment.headline.update(headline(located))
+    experiment.headline.update(fault_scores.headline(located))
     experiment.say("\nsummary:", *[f"  {line}" for line in lines])
-    experiment.figure("located.png", figures.intervals, located_by_kind(located, KINDS + ("loss",)),
+    experiment.figure("located.png", figures.intervals, fault_scores.located_by_kind(located, KINDS + ("loss",)),
                       xlabel="share located (kind and place), 95% Wilson interval", reference=None,
                       fabric=", ".join(dict.fromkeys(r["fabric"] for r in rows)))

@@ -14,19 +14,21 @@ import time
 from dataclasses import dataclass
 
 from scenarios.common import add_plane_arguments, add_seed_argument, counts, seed_of
-from testbed import routing
-from testbed.collectives.cross_segment import CrossSegmentJob, data_connections
-from testbed.collectives.data import ELEMENT_BYTES
-from testbed.collectives.schedules import Ring
-from testbed.errors import TestbedError
+from testbed.api import (
+    ELEMENT_BYTES,
+    CrossSegmentJob,
+    Draw,
+    Placer,
+    Ring,
+    TestbedError,
+    data_connections,
+    from_spec,
+    plane_forms,
+    routing,
+)
+from testbed.experiments import figures, nic_downlink_split, predict, tier_loads
 from testbed.experiments.claims import Claim
 from testbed.experiments.trials import compare, model_trials
-from testbed.fidelity import predict
-from testbed.probes.loads import nic_downlink_split, tier_loads
-from testbed.report import figures
-from testbed.routing.hashing import Draw, Placer
-from testbed.topology import from_spec
-from testbed.topology.hpn7 import plane_forms
 
 NAME = "hpn7_at_scale"
 HELP = "HPN 7.0 at the paper's scale by the flow model (no root): dual against single plane over hash draws"

@@ -34,17 +34,11 @@ from scenarios.common import (
     plane_options,
     seed_of,
 )
-from testbed.api import Comm
+from testbed.api import ELEMENT_BYTES, HPN7, Comm, CrossSegmentJob, PairwiseAlltoall, Ring, TestbedError
 from testbed.api.sweep import check_sweep
-from testbed.collectives.cross_segment import CrossSegmentJob
-from testbed.collectives.data import ELEMENT_BYTES
-from testbed.collectives.schedules import PairwiseAlltoall, Ring
-from testbed.errors import TestbedError
+from testbed.experiments import describe_all, figures, flag
 from testbed.experiments.claims import Claim
 from testbed.experiments.trials import Form, compare, model_lines, run_trials
-from testbed.fidelity.verdict import describe_all, flag
-from testbed.report import figures
-from testbed.topology import HPN7
 
 NAME = "hpn7_planes"
 HELP = "HPN7 single- against dual-plane under ECMP: paired trials with intervals, loads per tier, NIC split, " \

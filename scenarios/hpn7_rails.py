@@ -29,18 +29,11 @@ from scenarios.common import (
     plane_options,
     seed_of,
 )
-from testbed.api import Comm
+from testbed.api import ELEMENT_BYTES, HPN7, Comm, Ring, TestbedError, rail_ring
 from testbed.api.sweep import check_sweep
-from testbed.collectives.data import ELEMENT_BYTES
-from testbed.collectives.placements import rail_ring
-from testbed.collectives.schedules import Ring
-from testbed.errors import TestbedError
+from testbed.experiments import Comparison, describe_all, figures, flag
 from testbed.experiments.claims import Claim
 from testbed.experiments.trials import Form, model_lines, run_trials
-from testbed.fidelity.verdict import describe_all, flag
-from testbed.report import figures
-from testbed.report.paired import Comparison
-from testbed.topology import HPN7
 
 NAME = "hpn7_rails"
 HELP = "HPN7: segment-local against cross-segment allreduce, and Multi-AllReduce (every rail at once), both planes"

@@ -9,11 +9,9 @@ backlog). Per fan-in: queue depth, drops, completion time p50/p99, and how well 
 from dataclasses import dataclass
 
 from scenarios.common import add_fabric_arguments, at_least, counts, fabric
-from testbed.errors import TestbedError
+from testbed.api import TestbedError
+from testbed.experiments import describe_all, figures, flag, roles
 from testbed.experiments.claims import Claim
-from testbed.fidelity.verdict import describe_all, flag
-from testbed.probes.incast import roles
-from testbed.report import figures
 
 NAME = "incast"
 HELP = "k-to-1 transfers for each fan-in k: last-hop queue depth (qdisc and scapy probes), drops, completion times"

@@ -26,12 +26,19 @@ a fabric of the papers' scale (`--model-topology`) over many draws, beside the p
 from dataclasses import dataclass
 
 from scenarios.common import add_fabric_arguments, add_seed_argument, at_least, counts, fabric, names, positive, seed_of
-from testbed.api import Comm
+from testbed.api import (
+    ELEMENT_BYTES,
+    HPN7,
+    Comm,
+    TestbedError,
+    faster_uplinks,
+    from_spec,
+    part_of_racks,
+    place,
+    workloads,
+)
 from testbed.api.jobs import Job
-from testbed.collectives import workload as workloads
-from testbed.collectives.data import ELEMENT_BYTES
-from testbed.collectives.placements import part_of_racks, place
-from testbed.errors import TestbedError
+from testbed.experiments import describe_all, figures
 from testbed.experiments.claims import Claim
 from testbed.experiments.scheme_models import (
     comparisons,
@@ -43,10 +50,6 @@ from testbed.experiments.scheme_models import (
     spread_lines,
 )
 from testbed.experiments.trials import Form, run_trials
-from testbed.fidelity.verdict import describe_all
-from testbed.report import figures
-from testbed.topology import HPN7, from_spec
-from testbed.topology.uplinks import faster_uplinks
 
 NAME = "load_balancing"
 HELP = "connections per peer, faster uplinks, pinned and controller-planned paths, each against ECMP"

@@ -59,11 +59,9 @@ from scenarios.common import (
     streams_option,
     with_uplinks,
 )
+from testbed.api import HIGH_DSCP, PLACEMENTS, PRIORITIES, Draw, TestbedError, place_jobs, workloads
 from testbed.api.jobs import NVLINK_GBIT, Job
-from testbed.collectives import workload as workloads
-from testbed.collectives.placements import PLACEMENTS, place_jobs
-from testbed.emulation.shaping import HIGH_DSCP, PRIORITIES
-from testbed.errors import TestbedError
+from testbed.experiments import describe_all, figures, flag
 from testbed.experiments.claims import Claim
 from testbed.experiments.job_models import (
     BOND,
@@ -79,9 +77,6 @@ from testbed.experiments.job_models import (
     together_model,
 )
 from testbed.experiments.trials import Form, run_trials
-from testbed.fidelity.verdict import describe_all, flag
-from testbed.report import figures
-from testbed.routing.hashing import Draw
 
 NAME = "multi_job"
 HELP = "two or more training jobs on one fabric: each one's slowdown, and priorities and job-aware paths against ECMP"

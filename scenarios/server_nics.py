@@ -14,14 +14,10 @@ another, and servers alternating BiGraph's layers, so that the ring leaves each 
 from dataclasses import dataclass
 
 from scenarios.common import add_fabric_arguments, at_least, counts, fabric, names
-from testbed.api import sweep
-from testbed.collectives.placements import on_shared_nics
-from testbed.errors import TestbedError
+from testbed.api import BiGraph, TestbedError, on_shared_nics, sweep
+from testbed.experiments import describe_all, figures
 from testbed.experiments.claims import Claim
 from testbed.experiments.nccl_tests import run_sweeps
-from testbed.fidelity.verdict import describe_all
-from testbed.report import figures
-from testbed.topology import BiGraph
 
 NAME = "server_nics"
 HELP = "BiGraph servers of 4 accelerators: one NIC per accelerator (EFLOPS) against one NIC shared by all 4"

@@ -35,27 +35,41 @@ from scenarios.common import (
     positive,
     seed_of,
 )
+from testbed.api import (
+    ELEMENT_BYTES,
+    HPN7,
+    BiGraph,
+    Draw,
+    HalvingDoubling,
+    LeafSpine,
+    Ring,
+    TestbedError,
+    compute_seconds,
+    faster_uplinks,
+    linear_ratio,
+    place,
+    place_jobs,
+    scaled_count,
+    servers,
+    with_scaleup,
+    workloads,
+)
 from testbed.api.fabric import check_delay
 from testbed.api.jobs import NVLINK_GBIT, Job
 from testbed.api.sweep import check_memory
-from testbed.collectives import workload as workloads
-from testbed.collectives.data import ELEMENT_BYTES
-from testbed.collectives.placements import place, place_jobs, servers
-from testbed.collectives.schedules import HalvingDoubling, Ring
-from testbed.collectives.training import compute_seconds, linear_ratio, train
-from testbed.collectives.workload import scaled_count
-from testbed.emulation import preflight
-from testbed.emulation.capacity import capacity, check_link_rate, check_mtu, largest_faithful_ranks
-from testbed.errors import TestbedError
+from testbed.experiments import (
+    capacity,
+    check_link_rate,
+    check_mtu,
+    datapath,
+    describe_all,
+    figures,
+    flag,
+    largest_faithful_ranks,
+)
 from testbed.experiments.claims import Claim
 from testbed.experiments.job_models import all_ranks_bytes, group_lines, scale_note
 from testbed.experiments.trials import Form, run_once
-from testbed.fidelity.verdict import describe_all, flag
-from testbed.report import figures
-from testbed.routing.hashing import Draw
-from testbed.topology import HPN7, BiGraph, LeafSpine
-from testbed.topology.base import with_scaleup
-from testbed.topology.uplinks import faster_uplinks
 
 NAME = "training_scaling"
 HELP = "training iterations (modelled compute + gradient allreduce) against rank count: the linear-scaling ratio"
@@ -201,9 +215,9 @@ def prepare(args):
     ranks = rank_counts(args, workload)
     named = args.systems is not None
     systems = names(args.systems or ",".join(SYSTEMS if workload else SYNTHETIC), "--systems", SYSTEMS)
-    datapath = preflight.datapath()      # the userspace datapath's limit must not cap the kernel's
-    limit = capacity(args.mtu, datapath)
-    most = largest_faithful_ranks(args.rate, args.mtu, datapath)
+    path = datapath()      # the userspace datapath's limit must not cap the kernel's
+    limit = capacity(args.mtu, path)
+    most = largest_faithful_ranks(args.rate, args.mtu, path)
     for n in ranks:
         if n < 2 or n & (n - 1):
             raise TestbedError(f"--ranks: {n} is not a power of two of 2 or more (halving-doubling needs one)")
@@ -298,7 +312,7 @@ def run(plan, experiment):
             row.update(samples_per_s=round(ranks * plan.batch / row["iteration_s"], 2),
                        all_ranks_fabric_bytes=all_ranks_bytes(job))
         else:
-            row = train(emu.emulation, schedule, hosts, plan.gradient_bytes, plan.compute_s, plan.iters,
+            row = emu.train(schedule, hosts, plan.gradient_bytes, plan.compute_s, plan.iters,
                         plan.batch, f"{system} N={ranks}", Draw(plan.seed))
         base.setdefault(system, (row["samples_per_s"], ranks))
         yield dict(row, system=system, ranks=ranks, fabric=topo.name, variant=variant,

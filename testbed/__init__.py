@@ -20,7 +20,8 @@ Each stage imports only from the stages above it in this list (tests/test_layers
 measurements behind it, is in docs/design.md.
 
 The public API (``testbed.api``, docs/api.md) is importable from here: ``testbed.fabric``,
-``testbed.emulate``, ``testbed.compare`` and the result classes. It is loaded on first use, so
+``testbed.emulate``, ``testbed.compare``, the result classes and what a run is made of
+(``testbed.BiGraph``, ``testbed.place``, ``testbed.Ring``, ...). It is loaded on first use, so
 that the stages without Mininet (topology, routing) import without it.
 """
 import importlib
@@ -28,7 +29,13 @@ import importlib
 # Only these names load it: a lookup of any other attribute (libraries probe modules for
 # attributes they may lack) must not import Mininet into a process that never asked for it.
 API = ("fabric", "emulate", "Emulated", "plane_forms", "Draw", "compare", "trial_order", "Collective", "Sweep",
-       "Collisions", "Flows", "FabricCheck", "Together", "Comm", "RunSettings", "TestbedError", "HPN_UPLINK_CAPACITY")
+       "Collisions", "Flows", "FabricCheck", "Together", "Comm", "RunSettings", "TestbedError",
+       "HPN_UPLINK_CAPACITY", "BiGraph", "HPN7", "LeafSpine", "from_spec", "FORMS", "DEFAULT_RATE",
+       "DEFAULT_QUEUE", "DEFAULT_MTU", "RATIOS", "faster_uplinks", "with_scaleup", "PLACEMENTS",
+       "COLLECTIVE_VARIANTS", "place", "place_jobs", "servers", "part_of_racks", "rail_ring", "on_shared_nics",
+       "Ring", "HalvingDoubling", "PairwiseAlltoall", "workloads", "scaled_count", "CrossSegmentJob",
+       "data_connections", "compute_seconds", "linear_ratio", "ELEMENT_BYTES", "EAGER_LIMIT", "HIGH_DSCP",
+       "PRIORITIES", "BONDS", "Placer", "Fault")
 
 
 def __getattr__(name):

@@ -80,3 +80,20 @@ def test_the_layout_page_names_every_module():
     missing = [str(p.relative_to(ROOT.parent)) for p in modules
                if f"`{p.stem}`" not in layout and f"{p.name}`" not in layout]
     assert missing == [], missing
+
+
+def test_scenarios_import_only_the_api_and_the_engine():
+    """A scenario names what it builds through ``testbed.api`` and how it is run and reported
+    through ``testbed.experiments``; the stages below are theirs to reach."""
+    below = []
+    for path in (ROOT.parent / "scenarios").glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                modules = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                modules = [f"{node.module}.{a.name}" if node.module == "testbed" else node.module for a in node.names]
+            else:
+                continue
+            below += [f"{path.name} imports {m}" for m in modules
+                      if stage(m) and stage(m) not in ("api", "experiments")]
+    assert below == [], "\n".join(below)

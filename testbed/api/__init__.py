@@ -16,18 +16,54 @@ Bad input raises ``TestbedError`` with a one-line message before anything is bui
 - ``fabric``: a fabric as checked data; ``compare``: a figure over paired trials;
 - ``emulate``: the running fabric (``Emulated``): ``check``, ``sweep``, ``collisions``,
   ``collectives`` (several at once, each a ``Comm``), ``flows``, ``incast``;
-- the results: ``Collective``, ``Sweep``, ``Collisions``, ``Together``, ``Flows``, ``FabricCheck``.
+- the results: ``Collective``, ``Sweep``, ``Collisions``, ``Together``, ``Flows``, ``FabricCheck``;
+- what a run is made of, as plain data: the fabrics (``BiGraph``, ``HPN7``, ``LeafSpine``,
+  ``from_spec`` and their defaults, ``faster_uplinks``, ``with_scaleup``), where ranks go
+  (``place``, ``place_jobs``, ``rail_ring``, ...), the schedules (``Ring``, ``HalvingDoubling``,
+  ``PairwiseAlltoall``), SimAI's ``workloads``, a fault (``Fault``), a hash draw (``Draw``) and
+  where it puts a connection (``Placer``).
 """
+from testbed import routing as routing  # the routing plan, as data (``routing.plan``)
 from testbed.api.emulated import Emulated, emulate
 from testbed.api.fabric import compare, fabric
 from testbed.api.results import Collective, Collisions, FabricCheck, Flows, Sweep, Together
 from testbed.api.together import Comm
+from testbed.collectives import workload as workloads
+from testbed.collectives.cross_segment import CrossSegmentJob, data_connections
+from testbed.collectives.data import ELEMENT_BYTES
+from testbed.collectives.placements import (
+    COLLECTIVE_VARIANTS,
+    PLACEMENTS,
+    on_shared_nics,
+    part_of_racks,
+    place,
+    place_jobs,
+    rail_ring,
+    servers,
+)
+from testbed.collectives.schedules import HalvingDoubling, PairwiseAlltoall, Ring
+from testbed.collectives.training import compute_seconds, linear_ratio
+from testbed.collectives.workload import scaled_count
+from testbed.emulation.faults import Fault
+from testbed.emulation.network import DEFAULT_MTU
 from testbed.emulation.settings import RunSettings
+from testbed.emulation.shaping import HIGH_DSCP, PRIORITIES
 from testbed.errors import TestbedError
+from testbed.programs.rank import EAGER_LIMIT
 from testbed.report.paired import trial_order
-from testbed.routing.hashing import Draw
+from testbed.routing.hashing import BONDS, Draw, Placer
+from testbed.topology import DEFAULT_QUEUE, DEFAULT_RATE, FORMS, HPN7, BiGraph, LeafSpine, from_spec
+from testbed.topology.base import with_scaleup
 from testbed.topology.hpn7 import HPN_UPLINK_CAPACITY, plane_forms
+from testbed.topology.uplinks import RATIOS, faster_uplinks
 
 __all__ = ["fabric", "emulate", "Emulated", "plane_forms", "Draw", "compare", "trial_order", "Collective", "Sweep",
            "Collisions", "Flows", "FabricCheck", "Together", "Comm", "RunSettings", "TestbedError",
-           "HPN_UPLINK_CAPACITY"]
+           "HPN_UPLINK_CAPACITY",
+           # what a run is made of
+           "BiGraph", "HPN7", "LeafSpine", "from_spec", "FORMS", "DEFAULT_RATE", "DEFAULT_QUEUE",
+           "DEFAULT_MTU", "RATIOS", "faster_uplinks", "with_scaleup", "PLACEMENTS", "COLLECTIVE_VARIANTS", "place",
+           "place_jobs", "servers", "part_of_racks", "rail_ring", "on_shared_nics", "Ring", "HalvingDoubling",
+           "PairwiseAlltoall", "workloads", "scaled_count", "CrossSegmentJob", "data_connections",
+           "compute_seconds", "linear_ratio", "ELEMENT_BYTES", "EAGER_LIMIT", "HIGH_DSCP", "PRIORITIES", "BONDS",
+           "Placer", "Fault"]

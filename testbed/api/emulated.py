@@ -14,6 +14,7 @@ from testbed.api.fanins import run_fanins
 from testbed.api.jobs import run_jobs
 from testbed.api.results import Collective, Collisions, FabricCheck, Flows, Sweep, Together
 from testbed.api.watch import Watch
+from testbed.collectives import training
 from testbed.collectives.connections import flow_connections
 from testbed.collectives.data import ELEMENT_BYTES
 from testbed.collectives.placements import place
@@ -218,6 +219,12 @@ class Emulated:
         fault = faults.Fault.parse(fault) if isinstance(fault, str) else fault
         fault.check(self.topo, len(watch.comm.hosts) if watch else 0)
         return fault.events(self.emulation, watch.rank_pids if watch else None, end)
+
+    def train(self, schedule, hosts: Sequence[str], gradient_bytes: int, compute_s: float, iters: int, batch: int,
+              label: str, draw: Draw | None = None) -> dict:
+        """`iters` training iterations (modelled computation of `compute_s`, then the gradients'
+        allreduce by `schedule` over `hosts`) after one of warmup: ``collectives.training.train``."""
+        return training.train(self.emulation, schedule, hosts, gradient_bytes, compute_s, iters, batch, label, draw)
 
     def cpu_monitor(self):
         """with emu.cpu_monitor() as cpu: ...; cpu.result(): how busy the machine, its busiest core and
