@@ -26,7 +26,7 @@ link the monitor names slow as soon as it does, as C4P moves elephant flows, and
 regained is reported.
 """
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from scenarios.common import add_seed_argument, at_least, fabric, names, seed_of
 from testbed.api import (
@@ -161,7 +161,7 @@ def prepare(args):
     designs = [] if args.designs == "none" else names(args.designs, "--designs", DESIGNS)
     seed = seed_of(args)
     given = [Fault.parse(text, lasting=args.fault_for) for text in args.inject or []]
-    given = [_lasting(f, args.hang_for if f.kind == "hang-rank" else f.lasting) for f in given]
+    given = [replace(f, lasting=args.hang_for) if f.kind == "hang-rank" else f for f in given]
     rng, runs = random.Random(seed), []
     for topo in topos:
         ranks = check_job(topo, args)
@@ -188,14 +188,10 @@ def check_job(topo, args):
     return len(hosts)
 
 
-def _lasting(fault, lasting):
-    return Fault(fault.kind, fault.where, fault.how, fault.at, lasting, fault.iteration)
-
-
 def draw_trials(topo, kinds, args, rng):
     """A fabric's trials in a random order: --trials faults, kinds in turn from a random start
     (kinds the fabric lacks skipped), places drawn once the job's paths are known, and --fault-free."""
-    mine = [kind for kind in kinds if kind != "port-down" or multi_port(topo)]
+    mine = [kind for kind in kinds if kind != "port-down" or topo.multi_port]
     start = rng.randrange(len(mine))
     chosen = [mine[(start + i) % len(mine)] for i in range(args.trials)] + [None] * args.fault_free
     rng.shuffle(chosen)
@@ -243,10 +239,6 @@ def design_runs(name, topos, args, rng):
                                                       for t, a in enumerate(aggs)), name)]
 
 
-def multi_port(topo):
-    return any(len(h.ports) > 1 for h in topo.hosts.values())
-
-
 def fault_how(kind, rng):
     return {"slow-link": round(rng.uniform(0.15, 0.4), 2), "flap": round(rng.uniform(0.5, 1.5), 1),
             "loss": round(rng.uniform(0.01, 0.05), 3)}.get(kind, 0.0)
@@ -259,7 +251,7 @@ def run_one(experiment, plan, k, run, keep):
     topo = run.topo
     rng = random.Random(plan.seed * 1009 + k)
     schedule, hosts = place(plan.algorithm, topo)
-    bond = "round-robin" if multi_port(topo) else "hash"
+    bond = "round-robin" if topo.multi_port else "hash"
     draw_seed = plan.seed + (DESIGNS.index(run.design) + 100 if run.design else k)
     return run_watched(experiment, topo, run.routing, Comm(schedule, tuple(hosts)), plan.size, run.trials,
                        lambda emu, watch, trial, links: run_trial(

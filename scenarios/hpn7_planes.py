@@ -38,7 +38,7 @@ from testbed.api import ELEMENT_BYTES, HPN7, Comm, CrossSegmentJob, PairwiseAllt
 from testbed.api.sweep import check_sweep
 from testbed.experiments import describe_all, figures, flag
 from testbed.experiments.claims import Claim
-from testbed.experiments.trials import Form, compare, model_lines, run_trials
+from testbed.experiments.trials import Form, check_line, compare, model_lines, run_trials
 
 NAME = "hpn7_planes"
 HELP = "HPN7 single- against dual-plane under ECMP: paired trials with intervals, loads per tier, NIC split, " \
@@ -200,12 +200,11 @@ def run(plan, experiment):
         {"planes": planes, "workload": workload, "port": port, "time": t, "bytes": b}
         for (planes, workload), ports in seen["queues"].items() for port, series in ports.items()
         for t, _, b, _ in series])
-    passed = ", ".join(f"planes={f.topo.planes} {'PASS' if checks[f.label].passed else 'FAIL'}" for f in forms)
     experiment.say("\nsummary (single plane against dual plane, paired over trials; mean [95% interval]):",
                    *[f"  {c.line()}" for _, _, c in compared],
                    "measured against the flow model (max-min fair rates over the captured paths):",
                    *model_lines(rows, FORMS, name=lambda r: r["workload"]),
                    f"  #wrong over every iteration: {experiment.wrong}", f"  {experiment.about['emulator']}",
-                   f"  fabric check: {passed}")
+                   f"  {check_line({f'planes={f.topo.planes}': checks[f.label] for f in forms})}")
     experiment.figure("load_per_link.png", figures.load_per_link, seen["links"], TIERS, fabric=single.name)
     experiment.figure("queues.png", figures.queues_by_form, seen["queues"], fabric=single.name)

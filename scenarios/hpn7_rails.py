@@ -33,7 +33,7 @@ from testbed.api import ELEMENT_BYTES, HPN7, Comm, Ring, TestbedError, rail_ring
 from testbed.api.sweep import check_sweep
 from testbed.experiments import Comparison, describe_all, figures, flag
 from testbed.experiments.claims import Claim
-from testbed.experiments.trials import Form, model_lines, run_trials
+from testbed.experiments.trials import Form, check_line, model_lines, run_trials
 
 NAME = "hpn7_rails"
 HELP = "HPN7: segment-local against cross-segment allreduce, and Multi-AllReduce (every rail at once), both planes"
@@ -148,11 +148,10 @@ def run(plan, experiment):
     experiment.about["emulator"] = describe_all(rows, lambda r: f"trial {r['trial']} planes={r['planes']} {r['case']}")
     for key, c in compared.items():
         experiment.headline.update(c.headline(key))
-    passed = ", ".join(f"planes={f.topo.planes} {'PASS' if checks[f.label].passed else 'FAIL'}" for f in forms)
     experiment.say("\nsummary (paired over trials; mean [95% interval]):",
                    *[f"  {c.line()}" for c in compared.values()],
                    "measured against the flow model (max-min fair rates over the captured paths):",
                    *model_lines(rows, FORMS, name=lambda r: r["case"]),
                    f"  #wrong over every iteration: {experiment.wrong}", f"  {experiment.about['emulator']}",
-                   f"  fabric check: {passed}")
+                   f"  {check_line({f'planes={f.topo.planes}': checks[f.label] for f in forms})}")
     experiment.figure("busbw_by_case.png", figures.busbw_by_case, rows, fabric=topo.name)

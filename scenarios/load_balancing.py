@@ -24,6 +24,7 @@ is a paired ratio with its 95% interval. The flow model then runs the streams an
 a fabric of the papers' scale (`--model-topology`) over many draws, beside the published figures.
 """
 from dataclasses import dataclass
+from functools import partial
 
 from scenarios.common import add_fabric_arguments, add_seed_argument, at_least, counts, fabric, names, positive, seed_of
 from testbed.api import (
@@ -49,7 +50,7 @@ from testbed.experiments.scheme_models import (
     scale_model_lines,
     spread_lines,
 )
-from testbed.experiments.trials import Form, run_trials
+from testbed.experiments.trials import Form, check_line, run_trials
 
 NAME = "load_balancing"
 HELP = "connections per peer, faster uplinks, pinned and controller-planned paths, each against ECMP"
@@ -164,15 +165,10 @@ def prepare(args):
     for k, spec in enumerate(specs):
         topo = fabric(args, spec, "--topology" if k == 0 else "--also")
         hosts = sorted(topo.hosts, key=lambda h: topo.hosts[h].index)
-        if len(hosts) & (len(hosts) - 1):
-            raise TestbedError(f"{spec}: HD needs a power-of-two host count (got {len(hosts)})")
         part = part_of_racks(topo, args.allocated)
         if len(part) < 2:
             raise TestbedError(f"--allocated {args.allocated} leaves fewer than 2 hosts of {spec}: give a larger share")
-        for collective in collectives:
-            for job in (hosts, part):
-                schedule, _ = place(VARIANTS[collective], topo, collective)
-                schedule.check_count(len(job), args.bytes // ELEMENT_BYTES)
+        check_jobs(topo, (hosts, part), collectives, args.bytes, spec)
         uplinks = faster_uplinks(topo, 2, "uplinks-2x") if "uplinks" in schemes else None
         fabrics.append(Fabric(spec, topo, uplinks, {"all": hosts, "part": part}))
     workload = None
@@ -186,16 +182,20 @@ def prepare(args):
     model_topo = from_spec(args.model_topology, rate=args.rate, queue=args.queue)     # modelled, never emulated
     rails = rail_forms(args.railonly, args)
     for topo in rails:
-        if len(topo.hosts) & (len(topo.hosts) - 1):
-            raise TestbedError(f"--railonly {args.railonly}: HD needs a power-of-two accelerator count "
-                               f"(got {len(topo.hosts)})")
-        for collective in collectives:
-            schedule, hosts = place(VARIANTS[collective], topo, collective)
-            schedule.check_count(len(hosts), args.bytes // ELEMENT_BYTES)
-    seed = seed_of(args)
+        check_jobs(topo, (topo.hosts,), collectives, args.bytes, f"--railonly {args.railonly}")
     return Plan(fabrics, args.mtu, schemes, streams, collectives, workload, args.bytes,
                 at_least(args.iters, 1, "--iters"), at_least(args.trials, 2, "--trials", " (an interval needs two)"),
-                seed, model_topo, at_least(args.model_draws, 2, "--model-draws"), rails)
+                seed_of(args), model_topo, at_least(args.model_draws, 2, "--model-draws"), rails)
+
+
+def check_jobs(topo, jobs, collectives, size, what):
+    """Refuse jobs (host lists) of a fabric that a collective's schedule cannot run at `size`."""
+    if len(topo.hosts) & (len(topo.hosts) - 1):
+        raise TestbedError(f"{what}: HD needs a power-of-two host count (got {len(topo.hosts)})")
+    for collective in collectives:
+        schedule, _ = place(VARIANTS[collective], topo, collective)
+        for job in jobs:
+            schedule.check_count(len(job), size // ELEMENT_BYTES)
 
 
 def builds(plan, fab):
@@ -219,10 +219,8 @@ def forms(plan):
     (form, measure(emu, draw) -> rows)}; the rail comparison's two fabrics last."""
     out = {}
     for k, fab in enumerate(plan.fabrics_):
-        for label, topo, routing_mode, measured in builds(plan, fab):
-            out[f"{k}-{label}"] = (Form(f"{k}-{label}", topo, routing_mode),
-                                   lambda emu, draw, trial, f=fab, m=measured: measure_build(emu, plan, f, m, draw,
-                                                                                             trial))
+        for label, topo, mode, measured in builds(plan, fab):
+            out[f"{k}-{label}"] = (Form(f"{k}-{label}", topo, mode), partial(measure_build, plan, fab, measured))
     for label, topo in zip(("rail-only", "rail-optimised"), plan.rails):
         # both deterministic: the comparison is of the fabrics, not of ECMP's luck, which only one would carry
         out[label] = (Form(label, topo, "deterministic"),
@@ -231,7 +229,7 @@ def forms(plan):
     return out
 
 
-def measure_build(emu, plan, fab, measured, draw, trial):
+def measure_build(plan, fab, measured, emu, draw, trial):
     """Every (scheme, job, streams) of one build, for each collective (and the workload); in odd
     trials in the reverse order, so that a drift of the machine within a build (ECMP first, then
     streams-2..16) falls on every scheme alike."""
@@ -295,9 +293,7 @@ def run(plan, experiment):
                                plan.mtu, PAPERS)
     lines.append(describe_all([r for r in rows if "emulator_bottleneck" in r],
                               lambda r: f"trial {r['trial']} {r['fabric']} {r['scheme']} {r['workload']}"))
-    lines.append(f"#wrong over every iteration: {experiment.wrong}")
-    lines.append("fabric check: " + ", ".join(f"{label} {'PASS' if c.passed else 'FAIL'}"
-                                              for label, c in checks.items()))
+    lines += [f"#wrong over every iteration: {experiment.wrong}", check_line(checks)]
     experiment.say("\nsummary:", *[f"  {line}" for line in lines])
     experiment.figure("gains.png", figures.gains, [(f"{f} {w}", s, c) for f, w, s, c in compared],
                       fabric=", ".join(f.label for f in plan.fabrics_))

@@ -76,7 +76,7 @@ from testbed.experiments.job_models import (
     shared_lines,
     together_model,
 )
-from testbed.experiments.trials import Form, run_trials
+from testbed.experiments.trials import Form, check_line, run_trials
 
 NAME = "multi_job"
 HELP = "two or more training jobs on one fabric: each one's slowdown, and priorities and job-aware paths against ECMP"
@@ -272,10 +272,9 @@ def run(plan, experiment):
         experiment.say(f"measured against the flow model: iteration over the model's, median "
                        f"{statistics.median(model):.2f} (range {min(model):.2f}-{max(model):.2f}, {len(model)} runs; "
                        "together, the model's is the bound of the jobs' collectives overlapping fully)")
-    passed = ", ".join(f"{label} {'PASS' if c.passed else 'FAIL'}" for label, c in checks.items())
     experiment.say("links the jobs shared (trial 0, switch-to-switch, captured):",
                    *shared_lines(seen, plan.topo, plan.jobs),
                    f"  #wrong over every iteration: {experiment.wrong}", f"  {experiment.about['emulator']}",
-                   f"  fabric check: {passed}")
+                   f"  {check_line(checks)}")
     timeline = [dict(r, series=f"{r['form']} {r['run']} job{r['job_index']}") for r in rows if r["trial"] == 0]
     experiment.figure("iterations.png", figures.job_iterations, timeline, fabric=plan.topo.name)

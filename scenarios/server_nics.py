@@ -18,6 +18,7 @@ from testbed.api import BiGraph, TestbedError, on_shared_nics, sweep
 from testbed.experiments import describe_all, figures
 from testbed.experiments.claims import Claim
 from testbed.experiments.nccl_tests import run_sweeps
+from testbed.experiments.trials import check_line
 
 NAME = "server_nics"
 HELP = "BiGraph servers of 4 accelerators: one NIC per accelerator (EFLOPS) against one NIC shared by all 4"
@@ -110,8 +111,7 @@ def run(plan, experiment):
                        f"{c['shared_busbw_over_link']:.2f}: {c['eflops_over_shared']:.2f}x")
         experiment.headline[f"{c['algorithm']} at {c['size']} B, per accelerator over shared"] = c["eflops_over_shared"]
     experiment.say(f"  #wrong over every iteration: {experiment.wrong}", f"  {describe_all(rows, label)}",
-                   "  fabric check: " + ", ".join(f"{form} {'PASS' if c.passed else 'FAIL'}"
-                                                  for form, c in checks.items()))
+                   f"  {check_line(checks)}")
     experiment.headline["rows flagged BOTTLENECK"] = sum(bool(r["emulator_bottleneck"]) for r in rows)
     experiment.figure("busbw_per_accelerator.png", figures.busbw_by_size, rows, link_mbit=eflops.rate,
                       series=lambda r: f"{r['algorithm']}, {r['form']}", fabric=eflops.name)

@@ -36,7 +36,6 @@ from scenarios.common import (
     seed_of,
 )
 from testbed.api import (
-    ELEMENT_BYTES,
     HPN7,
     BiGraph,
     Draw,
@@ -49,26 +48,24 @@ from testbed.api import (
     linear_ratio,
     place,
     place_jobs,
-    scaled_count,
     servers,
     with_scaleup,
     workloads,
 )
 from testbed.api.fabric import check_delay
 from testbed.api.jobs import NVLINK_GBIT, Job
-from testbed.api.sweep import check_memory
 from testbed.experiments import (
     capacity,
     check_link_rate,
     check_mtu,
+    check_ranks,
     datapath,
     describe_all,
     figures,
     flag,
-    largest_faithful_ranks,
 )
 from testbed.experiments.claims import Claim
-from testbed.experiments.job_models import all_ranks_bytes, group_lines, scale_note
+from testbed.experiments.job_models import all_ranks_bytes, group_lines, replay_header, scale_note
 from testbed.experiments.trials import Form, run_once
 
 NAME = "training_scaling"
@@ -78,7 +75,6 @@ SYNTHETIC = SYSTEMS[:4]           # hpn7-ring needs 16 ranks or more (two segmen
 FAMILY = {"bigraph-hdrm": "hd", "bigraph-ring": "ring", "clos-ecmp-hd": "hd", "single-nic-hd": "hd",
           "hpn7-ring": "ring"}
 PER_SERVER = 4
-SYSTEM, RANKS = "system", "ranks"
 CLAIMS = (Claim("BiGraph with HDRM scales near linearly to 32 ranks (EFLOPS)", "bigraph-hdrm linear ratio at 32",
                 at_least=0.8),
           Claim("servers sharing one NIC scale far worse", "single-nic-hd linear ratio at 32", at_most=0.6))
@@ -117,7 +113,7 @@ def system_fabric(system, ranks, rate, queue, delay, routing="ecmp", uplink_rati
     """(topology, routing mode, allreduce variant, host per rank) of a system at N ranks; the
     systems that ECMP routes take `routing` and `uplink_ratio` (faster_uplinks) instead."""
     if system in ("bigraph-hdrm", "bigraph-ring"):
-        topo = BiGraph(*eflops_shape(ranks), rate=rate, queue=queue, delay=delay)
+        topo = BiGraph.eflops(ranks, PER_SERVER, rate=rate, queue=queue, delay=delay)
         variant = "hdrm" if system == "bigraph-hdrm" else "ring_topo"
         return topo, "deterministic", variant, place(variant, topo)
     if system == "clos-ecmp-hd":
@@ -137,30 +133,18 @@ def system_fabric(system, ranks, rate, queue, delay, routing="ecmp", uplink_rati
     return topo, "deterministic", "hd", (schedule, hosts)
 
 
-
-def eflops_shape(ranks):
-    """(m, n, c) of the BiGraph a BiGraph system runs N ranks on: EFLOPS' servers of PER_SERVER
-    accelerators on one switch where N fills two switches of them (a tensor-parallel group of up to
-    PER_SERVER stays in its server), with c parallel links so that HDRM's m <= c*n/2 holds;
-    below that one accelerator per switch."""
-    if ranks < 4 * PER_SERVER:
-        return 1, ranks, 1
-    n = ranks // PER_SERVER
-    return PER_SERVER, n, -(-2 * PER_SERVER // n)
-
-
 def unfit(system, ranks, rate, limit, topo=None):
     """Why `system` cannot run `ranks` ranks here (given its fabric: whether this machine forwards
     what its NICs offer), or None."""
     if topo is None:
-        if system == "hpn7-ring" and ranks < 2 * 2 * PER_SERVER:
-            return f"needs 16 ranks or more (two segments of {PER_SERVER}-accelerator servers; got {ranks})"
-        return None
+        few = system == "hpn7-ring" and ranks < 2 * 2 * PER_SERVER
+        return f"needs 16 ranks or more (two segments of {PER_SERVER}-GPU servers; got {ranks})" if few else None
     offered = len(topo.nic_ports()) * rate
     if limit is not None and offered > limit:
         return (f"at {ranks} ranks offers {offered:g} Mbit/s ({len(topo.nic_ports())} NIC ports at {rate:g} Mbit/s), "
                 f"more than this machine forwards faithfully (about {limit} Mbit/s)")
     return None
+
 
 def headline(rows, base):
     """Each system's iteration time per rank count and, where the run scaled past N0, its linear
@@ -216,14 +200,8 @@ def prepare(args):
     named = args.systems is not None
     systems = names(args.systems or ",".join(SYSTEMS if workload else SYNTHETIC), "--systems", SYSTEMS)
     path = datapath()      # the userspace datapath's limit must not cap the kernel's
+    check_ranks(ranks, args.rate, args.mtu, path)
     limit = capacity(args.mtu, path)
-    most = largest_faithful_ranks(args.rate, args.mtu, path)
-    for n in ranks:
-        if n < 2 or n & (n - 1):
-            raise TestbedError(f"--ranks: {n} is not a power of two of 2 or more (halving-doubling needs one)")
-        if n > most:
-            raise TestbedError(f"--ranks: {n} ranks at {args.rate:g} Mbit/s offer more than this machine forwards "
-                               f"faithfully (about {limit} Mbit/s): use up to {most} ranks, or a lower --rate")
     if not 0.05 <= args.comm_share <= 0.95:
         raise TestbedError(f"--comm-share must be between 0.05 and 0.95 (got {args.comm_share})")
     size = at_least(args.gradient_bytes, 4 * max(ranks), "--gradient-bytes", " (4 per rank)")
@@ -254,19 +232,12 @@ def prepare(args):
         scale = args.rate * 1e6 / (args.workload_gbit * 1e9)
         compute = workload.compute_s()
         for system, n, topo, _, _, (_, hosts) in points:
-            job = Job(f"{system} N={n}", workload, workload.groups(n), tuple(job_hosts(system, topo, hosts, n)),
-                      scale, args.scaleup_gbit, FAMILY[system])
+            # Megatron's order filling the system's servers; single-nic-hd: 4 ranks on each server's one host
+            hosts = hosts if system == "single-nic-hd" else place_jobs(topo, [n])[0]
+            job = Job(f"{system} N={n}", workload, workload.groups(n), tuple(hosts), scale, args.scaleup_gbit,
+                      FAMILY[system])
             job.check(topo)
             jobs[system, n] = job
-        for n in ranks:
-            groups = workload.groups(n)
-            for step in Job("", workload, groups, (), scale).phases()[0]:
-                label, kind, written = step.label, step.kind, step.size
-                fix = (lambda fits, label=label, written=written:
-                       f"its {label} ({written} B as written) scales to more: use a --workload-gbit of "
-                       f"{args.workload_gbit * written * scale / max(fits, 1):.3g} or more, or a lower --rate")
-                check_memory(scaled_count(written, scale, groups.size(kind)) * ELEMENT_BYTES, n, fix,
-                             what=f"collective of {args.workload}")
     schemes = "" if (args.routing, args.uplink_ratio) == ("ecmp", 1) else \
         f"routing {args.routing}, uplinks {args.uplink_ratio}x as fast and {args.uplink_ratio}x fewer"
     return Plan(points, args.mtu, size, compute, at_least(args.iters, 1, "--iters"),
@@ -274,23 +245,12 @@ def prepare(args):
                 args.workload_gbit, left_out)
 
 
-def job_hosts(system, topo, hosts, ranks):
-    """A replayed job's host per rank: Megatron's order filling the system's servers (single-nic-hd:
-    4 ranks on each server's one host)."""
-    return hosts if system == "single-nic-hd" else place_jobs(topo, [ranks])[0]
-
-
 def run(plan, experiment):
     if plan.workload:
         w = plan.workload
         experiment.header(*scale_note(plan.jobs.values(), plan.scale, plan.workload_gbit))
-        experiment.header(
-            f"# {NAME}: workload {w.path} ({w.parallelism}, {len(w.layers)} layers, collectives "
-            f"{', '.join(w.collectives())}), sizes x {plan.scale:.3g} (--rate over --workload-gbit), "
-            f"{plan.compute_s * 1e3:.1f} ms of computation per iteration, {plan.iters} iterations per point, "
-            f"{plan.batch} samples per rank; N0 = {plan.base}",
-            *[f"#   {system} N={ranks}: {job.parallelism.describe()}, {job.family} family"
-              for (system, ranks), job in plan.jobs.items()])
+        experiment.header(*replay_header(NAME, w, [(f"{s} N={n}", job) for (s, n), job in plan.jobs.items()],
+                                         plan.scale, plan.compute_s, plan.iters, plan.batch, plan.base))
     else:
         experiment.header(f"# {NAME}: gradients of {plan.gradient_bytes} B, {plan.compute_s * 1e3:.0f} ms of modelled "
                           f"computation per iteration, {plan.iters} iterations per point, {plan.batch} samples per "
@@ -312,8 +272,8 @@ def run(plan, experiment):
             row.update(samples_per_s=round(ranks * plan.batch / row["iteration_s"], 2),
                        all_ranks_fabric_bytes=all_ranks_bytes(job))
         else:
-            row = emu.train(schedule, hosts, plan.gradient_bytes, plan.compute_s, plan.iters,
-                        plan.batch, f"{system} N={ranks}", Draw(plan.seed))
+            row = emu.train(schedule, hosts, plan.gradient_bytes, plan.compute_s, plan.iters, plan.batch,
+                            f"{system} N={ranks}", Draw(plan.seed))
         base.setdefault(system, (row["samples_per_s"], ranks))
         yield dict(row, system=system, ranks=ranks, fabric=topo.name, variant=variant,
                    linear_ratio=round(linear_ratio(row["samples_per_s"], ranks, *base[system]), 3))
@@ -334,6 +294,6 @@ def run(plan, experiment):
         if largest > plan.base else "one rank count, nothing to scale against"
     experiment.say(f"\nsummary: linear ratio at {largest} ranks against N0 = {plan.base}: {scaled}",
         f"  #wrong over every iteration: {experiment.wrong}",
-        f"  {describe_all(rows, lambda r: f'{r[SYSTEM]} N={r[RANKS]}')}")
+        f"  {describe_all(rows, '{system} N={ranks}'.format_map)}")
     experiment.figure("linear_ratio.png", figures.linear_ratio, rows, plan.base,
                       fabric="each system's fabric per rank count")

@@ -141,6 +141,8 @@ BAD = [  # (options, what the one line must say); every scenario's options, buil
     (["hpn7_at_scale", "--slots", "2"], "unrecognized arguments: --slots 2"),
     (["hpn7_at_scale", "--cli"], "unrecognized arguments: --cli"),
     (["training_scaling", "--workload", "tests/data/workloads/terabytes.txt"], "GiB of memory"),
+    (["multi_job", "--topology", "bigraph:4,8", "--job", "tests/data/workloads/terabytes.txt", "--job",
+      "allreduce:8:1048576:1"], "GiB of memory"),
     (["training_scaling", "--workload", "tests/data/workloads/deepseek16b_tp2_pp2_ep4_32.txt", "--ranks", "8",
       "--systems", "bigraph-ring"],
      "expert parallel 4 does not divide the data-parallel size 2"),
@@ -236,7 +238,7 @@ def test_training_scaling_leaves_out_the_default_systems_this_machine_cannot_run
     ones it left out, and refuses a system named in --systems that does not fit."""
     from scenarios import training_scaling
     monkeypatch.setattr(training_scaling, "capacity", lambda mtu, datapath: 400)
-    monkeypatch.setattr(training_scaling, "largest_faithful_ranks", lambda *a: 32)
+    monkeypatch.setattr(training_scaling, "check_ranks", lambda *a: None)     # 32 ranks fit
     parse = run_scenario.parser().parse_args
     deepseek = ["training_scaling", "--workload", "tests/data/workloads/deepseek16b_tp2_pp2_ep4_32.txt"]
     plan = training_scaling.prepare(parse(deepseek))

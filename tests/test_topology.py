@@ -101,3 +101,11 @@ def test_link_delay_sits_at_switch_egress_and_every_path_keeps_it(topo):
     for route in deterministic_routes(topo).values():
         held = sum(topo.switch_delay(topo.link_at(hop.switch, hop.out_port)) for hop in route.hops)
         assert held == pytest.approx(3.0 * (len(route.hops) + 1)), route   # links = switches + 1
+
+
+@pytest.mark.parametrize("ranks, shape", [(4, (1, 4, 1)), (8, (1, 8, 1)), (16, (4, 4, 2)), (32, (4, 8, 1)),
+                                          (64, (4, 16, 1))])
+def test_eflops_bigraph_puts_four_accelerators_on_a_switch_from_16_ranks(ranks, shape):
+    topo = BiGraph.eflops(ranks)
+    assert (topo.m, topo.n, topo.c) == shape and len(topo.hosts) == ranks
+    assert topo.m <= topo.c * topo.n // 2       # HDRM's condition

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from testbed.api.sweep import check_memory
 from testbed.api.together import PORT, STRIDE
 from testbed.collectives.connections import rank_connections, source_ports
 from testbed.collectives.coordinator import AllreduceError, Coordinator, emulation_launcher
@@ -166,6 +167,10 @@ class Job:
                 schedule.check_count(self.parallelism.size(step.kind), count)
             except TestbedError as e:
                 raise TestbedError(f"job {self.name}: {step.label} in its {step.kind} groups: {e}") from None
+            fix = lambda fits, step=step: (f"its {step.label} ({step.size} B as written) must scale by "
+                                           f"{fits / step.size:.3g} or less here (now {self.scale:.3g}): a "
+                                           "higher --workload-gbit or a lower --rate")
+            check_memory(count * ELEMENT_BYTES, self.parallelism.gpus, fix, what=f"collective of {self.name}")
 
 
 def server_of(topo, host):

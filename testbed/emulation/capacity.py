@@ -192,6 +192,19 @@ def largest_faithful_ranks(rate, mtu, datapath="user", placement=None):
     return 1 << (most.bit_length() - 1) if most >= 2 else 0
 
 
+def check_ranks(counts, rate, mtu, datapath="user"):
+    """Refuse rank counts (one NIC each at `rate`) that are not powers of two of 2 or more, or that
+    offer more than this machine forwards faithfully."""
+    most = largest_faithful_ranks(rate, mtu, datapath)
+    for n in counts:
+        if n < 2 or n & (n - 1):
+            raise TestbedError(f"--ranks: {n} is not a power of two of 2 or more (halving-doubling needs one)")
+        if n > most:
+            raise TestbedError(f"--ranks: {n} ranks at {rate:g} Mbit/s offer more than this machine forwards "
+                               f"faithfully (about {capacity(mtu, datapath)} Mbit/s): use up to {most} ranks, or "
+                               "a lower --rate")
+
+
 def check_rate(topo, mtu, datapath="user", placement=None):
     """Refuse a load the emulator cannot carry faithfully."""
     placement = placement or cpu_placement(datapath, mtu=mtu)

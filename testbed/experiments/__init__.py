@@ -9,7 +9,7 @@ What a scenario reports with, from the stages below, is named here once, so that
 and nothing else.
 """
 from testbed.collectives.metrics import failure_timeline
-from testbed.emulation.capacity import capacity, check_link_rate, check_mtu, largest_faithful_ranks
+from testbed.emulation.capacity import capacity, check_link_rate, check_mtu, check_ranks
 from testbed.emulation.ovs import datapath_name
 from testbed.emulation.preflight import datapath
 from testbed.emulation.shaping import netem_available
@@ -21,6 +21,6 @@ from testbed.probes.loads import nic_downlink_split, tier_loads
 from testbed.report import fault_scores, figures
 from testbed.report.paired import Comparison
 
-__all__ = ["failure_timeline", "capacity", "check_link_rate", "check_mtu", "largest_faithful_ranks", "datapath_name",
+__all__ = ["failure_timeline", "capacity", "check_link_rate", "check_mtu", "check_ranks", "datapath_name",
            "datapath", "netem_available", "predict", "FOUND_KINDS", "describe", "describe_all", "flag", "roles",
            "nic_downlink_split", "tier_loads", "fault_scores", "figures", "Comparison"]

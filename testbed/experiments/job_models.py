@@ -309,3 +309,13 @@ def scale_note(jobs, scale, workload_gbit):
     return [f"# NOTE: at this scale the largest collective replayed is {scaled} B ({written} B as written x "
             f"{scale:.3g}): every kind's time is mostly the emulator's per-step latency, not its bytes; "
             f"--workload-gbit {needed:.3g} or less makes it {BYTES_DOMINATE >> 10} KiB (iterations then last longer)"]
+
+
+def replay_header(name, workload, jobs, scale, compute_s, iters, batch, base):
+    """The header of a workload's replay over systems and rank counts: what it replays, at what
+    scale, and each job's parallelism."""
+    return [f"# {name}: workload {workload.path} ({workload.parallelism}, {len(workload.layers)} layers, collectives "
+            f"{', '.join(workload.collectives())}), sizes x {scale:.3g} (--rate over --workload-gbit), "
+            f"{compute_s * 1e3:.1f} ms of computation per iteration, {iters} iterations per point, "
+            f"{batch} samples per rank; N0 = {base}",
+            *[f"#   {label}: {job.parallelism.describe()}, {job.family} family" for label, job in jobs]]

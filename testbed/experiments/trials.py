@@ -64,6 +64,11 @@ def _measured(experiment, form, folder, mtu, check, checks, log, measure, *args)
         yield from measure(emu, *args)
 
 
+def check_line(checks):
+    """The fabric checks of a run's forms ({label: FabricCheck}) in one line."""
+    return "fabric check: " + ", ".join(f"{label} {'PASS' if c.passed else 'FAIL'}" for label, c in checks.items())
+
+
 def model_trials(forms, draws, evaluate):
     """Paired draws over a model (no emulation): for each draw d, evaluate(form, d) -> a row or a
     list of rows for every form, the forms in alternating order as in run_trials; every row gets

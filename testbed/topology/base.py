@@ -205,6 +205,11 @@ class Topology:
     def nic_ports(self):
         return [p for h in self.hosts.values() for p in h.ports]
 
+    @property
+    def multi_port(self):
+        """Whether a host's NIC has two ports or more (a port of it can go down alone)."""
+        return any(len(h.ports) > 1 for h in self.hosts.values())
+
     def addresses(self):
         """{ip: [the NIC ports that carry it]}: one port each, or a bonded NIC's ports."""
         out = {}

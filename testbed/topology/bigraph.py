@@ -16,6 +16,17 @@ class BiGraph(Topology):
             raise TestbedError(f"BiGraph needs an even switch count n (got {n}): use n={n - 1 or 2} or n={n + 1}")
         super().__init__(**kw)
 
+    @classmethod
+    def eflops(cls, ranks, per_server=4, **kw):
+        """The BiGraph EFLOPS runs `ranks` accelerators on: its servers of `per_server` accelerators
+        on one switch where the ranks fill two switches of them (a tensor-parallel group of up to
+        `per_server` stays in its server), with c parallel links so that HDRM's m <= c*n/2 holds;
+        below that one accelerator per switch."""
+        if ranks < 4 * per_server:
+            return cls(1, ranks, 1, **kw)
+        n = ranks // per_server
+        return cls(per_server, n, -(-2 * per_server // n), **kw)
+
     @property
     def name(self):
         return f"BiGraph(m={self.m}, n={self.n}, c={self.c})"
