@@ -140,6 +140,10 @@ class Plan:
     def fabrics(self):
         return [self.topo]
 
+    @property
+    def planned(self):
+        return [(form.topo, form.flows) for form in forms(self) if form.flows]
+
 
 def job_of(spec, topo, args):
     """(name, workload, scale) of a --job SPEC."""

@@ -1,6 +1,7 @@
 """Runs as records and pages drawn from them (no root): a run's fingerprint says what it does and
 nothing else, a record keeps the command that reruns it, a bad record is refused in one line, a
 page's block is what its record gives, and a page goes stale exactly where its run's plan changed."""
+import importlib
 import json
 
 import pytest
@@ -65,6 +66,15 @@ def test_a_schedule_s_steps_are_in_the_fingerprint(monkeypatch):
                         lambda self, rank, ranks, count: original(self, rank, ranks, count)[1:])
     after = of_run(SCENARIOS["bigraph_allreduce"], args_of("bigraph_allreduce", "--algorithms", "ring"))
     assert changed(base, after) == ["schedules"]
+
+
+def test_the_paths_a_planner_gives_a_plan_s_flows_are_in_the_fingerprint(monkeypatch):
+    plans = importlib.import_module("testbed.routing.plan")     # testbed.routing.plan is also a function
+    base = of_run(SCENARIOS["multi_job"], args_of("multi_job"))
+    original = plans.place_flows
+    monkeypatch.setattr(plans, "place_flows", lambda topo, flows: original(topo, list(flows)[::-1]))
+    assert changed(base, of_run(SCENARIOS["multi_job"], args_of("multi_job"))) == ["planned 0 routes",
+                                                                                   "planned 1 routes"]
 
 
 def test_canonical_data_names_no_memory_address():

@@ -9,7 +9,8 @@ touches. The plan is turned into plain data (``canonical``) part by part, one pa
 plan and one for each fabric's routing rules and each placed schedule's steps, and each part is
 hashed on its own, so a stale page names what changed. Seeds are left out: a run whose seed was
 drawn does the same as one given it. A fabric's routes are computed for the modes its run may
-install (deterministic, ECMP) where it is emulated; a modelled fabric is its data alone.
+install (deterministic, ECMP) where it is emulated, and for the flows a plan has placed by the
+planner (``plan.planned``); a modelled fabric is its data alone.
 """
 import argparse
 import dataclasses
@@ -137,12 +138,15 @@ def routes(topo):
 
 def fingerprint(plan, settings=None):
     """{"hash": the run's, "parts": {part: hash}}: a part per plan field, 'fabric N routes' per
-    emulated fabric, 'schedules' for every placed schedule's steps, 'model' and 'settings' (slots,
-    CPU placement: how the run's emulation is laid out)."""
+    emulated fabric, 'planned N routes' per (fabric, flows) a plan's ``planned`` lists (the paths
+    a planner gives those flows), 'schedules' for every placed schedule's steps, 'model' and
+    'settings' (slots, CPU placement: how the run's emulation is laid out)."""
     parts = {name: digest(canonical(value)) for name, value in fields(plan).items()
              if name not in LEFT_OUT and not name.startswith("_")}      # _field: what the plan says, not does
     for k, topo in enumerate(getattr(plan, "fabrics", ()) or ()):
         parts[f"fabric {k} routes"] = digest(routes(topo))
+    for k, (topo, flows) in enumerate(getattr(plan, "planned", ()) or ()):
+        parts[f"planned {k} routes"] = digest(routing.plan(topo, "planned", flows=flows).to_dict())
     placed = placed_schedules(fields(plan), [])
     if placed:
         parts["schedules"] = digest([steps(s, h) for s, h in placed])

@@ -32,9 +32,11 @@ probe measures it.
 a job scheduler's, such as Crux's jobs by GPU intensity) each take, one after the other, the
 equal-cost path whose busiest link carries the fewest of the flows placed before it (then the
 fewest in total, then the first): paths apart as far as the fabric allows, installed as
-deterministic rules. Pairs not given keep the deterministic choice. Given no flows, the controller
-learns the long ones from its rules' counters while traffic runs and plans them so
-(``controllers/path_installer.py``).
+deterministic rules. Rules match addresses, so a pair's connections share its one route: where
+NICs are bonded, every connection between two hosts leaves by the port of its pair (above), where
+ECMP's round-robin puts a host's connections on its ports in turn. Pairs not given keep the
+deterministic choice. Given no flows, the controller learns the long ones from its rules' counters
+while traffic runs and plans them so (``controllers/path_installer.py``).
 
 ``pinned``: every switch forwards by destination over one of its equal-cost next hops, number
 (destination host's index) mod (next hops): static path pinning by destination, as Meta pinned
