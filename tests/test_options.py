@@ -141,6 +141,8 @@ BAD = [  # (options, what the one line must say); every scenario's options, buil
     (["hpn7_at_scale", "--slots", "2"], "unrecognized arguments: --slots 2"),
     (["hpn7_at_scale", "--cli"], "unrecognized arguments: --cli"),
     (["training_scaling", "--workload", "tests/data/workloads/terabytes.txt"], "GiB of memory"),
+    (["bigraph_allreduce", "--algorithms", "auto", "--min-bytes", "8", "--max-bytes", "8"],
+     "auto on 16 ranks needs one element per rank or more"),
     (["multi_job", "--topology", "bigraph:4,8", "--job", "tests/data/workloads/terabytes.txt", "--job",
       "allreduce:8:1048576:1"], "GiB of memory"),
     (["training_scaling", "--workload", "tests/data/workloads/deepseek16b_tp2_pp2_ep4_32.txt", "--ranks", "8",

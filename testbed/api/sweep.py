@@ -111,7 +111,7 @@ def run_sweep(emu, placed, size_list, warmup, iters, progress=print, eager_limit
             for size in size_list:
                 count = size // ELEMENT_BYTES
                 models = modelled(emu.topo, choices, conns, paths, count, emu.mtu, idle_step_us)
-                chose = min(choices, key=lambda n: models[n][0]) if len(choices) > 1 else name
+                chose = min(choices, key=lambda n: models[n][0]) if len(choices) > 1 else next(iter(choices))
                 timeout = 60 + 40 * size / link_bytes
                 drops = emu.switch_drops()
                 with emu.cpu_monitor() as cpu:
@@ -122,8 +122,8 @@ def run_sweep(emu, placed, size_list, warmup, iters, progress=print, eager_limit
                                  collective=schedule.collective)
                 steps = len(rounds(choices[chose], len(hosts), count))
                 row.update(ranks=len(hosts), steps=steps, step_us=round(row["time_us"] / steps, 1))
-                if len(choices) > 1:
-                    row.update(chose=chose, choice_model_us={n: round(m[0] * 1e6, 1) for n, m in models.items()})
+                if isinstance(schedule, BySize):
+                    row.update(chose=chose, choice_model_us={n: m and round(m[0] * 1e6, 1) for n, m in models.items()})
                 row.update(judge(row, cpu.result(), models[chose] or None, drops))
                 rows.append(row)
                 if on_row:

@@ -161,6 +161,9 @@ class BySize(Schedule):
             schedule.check(ranks)
 
     def check_count(self, ranks, count):
+        if count < ranks:       # HD's blocks would be empty: its time, and the choice, mean nothing
+            raise TestbedError(f"auto on {ranks} ranks needs one element per rank or more (got {count * ELEMENT_BYTES}"
+                               f" B): use {ranks * ELEMENT_BYTES} B or more")
         for schedule in self.choices.values():
             schedule.check_count(ranks, count)
 

@@ -35,3 +35,10 @@ def test_auto_chooses_by_size_and_runs_what_it_chose(sweep):
     assert (sweep.get("auto", SMALL).chose, sweep.get("auto", LARGE).chose) == ("rdrm", "hdrm")
     assert sweep.ratio("auto", "hdrm", SMALL, "time_us") <= 0.8
     assert sweep.ratio("auto", "hdrm", LARGE) >= 0.85
+
+
+def test_auto_where_only_the_ring_takes_the_rank_count_runs_the_ring(tmp_path):
+    """6 ranks: no halving, no doubling; auto's one choice is the Ring, and the row says so."""
+    with testbed.emulate(testbed.fabric("bigraph:1,6"), folder=tmp_path) as emu:
+        sweep = emu.sweep(["auto"], [1536], warmup=1, iters=3)
+    assert sweep.wrong == 0 and sweep.get("auto", 1536).chose == "ring"
