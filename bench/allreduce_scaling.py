@@ -17,9 +17,9 @@ import tempfile
 from pathlib import Path
 
 import testbed
-from testbed.api.sweep import compare_variants
 from testbed.collectives.coordinator import AllreduceError
 from testbed.report.folder import RESULTS_ROOT, RunFolder
+from testbed.runs.sweep import compare_variants
 from testbed.topology import BiGraph
 
 SMALL, LARGE = 1024, 1 << 20

@@ -25,12 +25,12 @@ import tempfile
 from pathlib import Path
 
 from scenarios import training_scaling
-from testbed.api.jobs import NVLINK_GBIT
 from testbed.collectives import workload as workloads
 from testbed.collectives.parallelism import KINDS
 from testbed.collectives.placements import servers
 from testbed.errors import TestbedError
 from testbed.report.folder import RESULTS_ROOT
+from testbed.runs.jobs import NVLINK_GBIT
 
 ROOT = Path(__file__).resolve().parents[1]
 # SimAI's EndToEnd.csv summary columns, in microseconds, and the replay's figure for each

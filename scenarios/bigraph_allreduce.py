@@ -7,8 +7,7 @@ result is compared with numpy's sum (#wrong). The summary names the winner at th
 the largest size, the ratios between algorithms, and whether the emulator was the bottleneck.
 """
 from scenarios.common import SweepPlan, add_fabric_arguments, add_sweep_arguments, fabric, names, sweep_options
-from testbed.api import sweep
-from testbed.experiments import datapath_name, figures
+from testbed.experiments import datapath_name, figures, sweep
 from testbed.experiments.claims import Claim
 from testbed.experiments.nccl_tests import run_sweeps
 

@@ -9,8 +9,8 @@ variants, the verdict on the emulator, and a busbw figure.
 import time
 
 from scenarios.common import SweepPlan, add_fabric_arguments, add_sweep_arguments, fabric, names, sweep_options
-from testbed.api import COLLECTIVE_VARIANTS, TestbedError, sweep
-from testbed.experiments import datapath_name, figures
+from testbed.api import COLLECTIVE_VARIANTS, TestbedError
+from testbed.experiments import datapath_name, figures, sweep
 from testbed.experiments.claims import Claim
 from testbed.experiments.nccl_tests import run_sweeps
 

@@ -26,8 +26,8 @@ from testbed.api import (
     from_spec,
     plane_forms,
     routing,
-    sweep,
 )
+from testbed.experiments import sweep
 
 ROUTINGS = ("ecmp", "pinned", "planned")
 MAX_SEED = 2**31 - 1

@@ -23,8 +23,7 @@ from scenarios.common import (
     streams_option,
 )
 from testbed.api import ELEMENT_BYTES, HPN7, Comm, Draw, TestbedError, place
-from testbed.api.sweep import check_sweep
-from testbed.experiments import describe, failure_timeline, figures
+from testbed.experiments import check_sweep, describe, failure_timeline, figures
 from testbed.experiments.claims import Claim
 from testbed.experiments.trials import Form, run_once
 

@@ -24,9 +24,7 @@ from scenarios.common import (
     with_uplinks,
 )
 from testbed.api import ELEMENT_BYTES, TestbedError, place
-from testbed.api.collision_trials import trial_line
-from testbed.api.sweep import check_sweep
-from testbed.experiments import describe_all, figures
+from testbed.experiments import check_sweep, describe_all, figures, trial_line
 from testbed.experiments.claims import Claim
 from testbed.experiments.trials import Form, compare, run_trials
 

@@ -35,8 +35,7 @@ from scenarios.common import (
     seed_of,
 )
 from testbed.api import ELEMENT_BYTES, HPN7, Comm, CrossSegmentJob, PairwiseAlltoall, Ring, TestbedError
-from testbed.api.sweep import check_sweep
-from testbed.experiments import describe_all, figures, flag
+from testbed.experiments import check_sweep, describe_all, figures, flag
 from testbed.experiments.claims import Claim
 from testbed.experiments.trials import Form, check_line, compare, model_lines, run_trials
 

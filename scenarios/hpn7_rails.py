@@ -30,8 +30,7 @@ from scenarios.common import (
     seed_of,
 )
 from testbed.api import ELEMENT_BYTES, HPN7, Comm, Ring, TestbedError, rail_ring
-from testbed.api.sweep import check_sweep
-from testbed.experiments import Comparison, describe_all, figures, flag
+from testbed.experiments import Comparison, check_sweep, describe_all, figures, flag
 from testbed.experiments.claims import Claim
 from testbed.experiments.trials import Form, check_line, model_lines, run_trials
 

@@ -31,6 +31,7 @@ from testbed.api import (
     ELEMENT_BYTES,
     HPN7,
     Comm,
+    Job,
     TestbedError,
     faster_uplinks,
     from_spec,
@@ -38,7 +39,6 @@ from testbed.api import (
     place,
     workloads,
 )
-from testbed.api.jobs import Job
 from testbed.experiments import describe_all, figures
 from testbed.experiments.claims import Claim
 from testbed.experiments.scheme_models import (

@@ -59,8 +59,7 @@ from scenarios.common import (
     streams_option,
     with_uplinks,
 )
-from testbed.api import HIGH_DSCP, PLACEMENTS, PRIORITIES, Draw, TestbedError, place_jobs, workloads
-from testbed.api.jobs import NVLINK_GBIT, Job
+from testbed.api import HIGH_DSCP, NVLINK_GBIT, PLACEMENTS, PRIORITIES, Draw, Job, TestbedError, place_jobs, workloads
 from testbed.experiments import describe_all, figures, flag
 from testbed.experiments.claims import Claim
 from testbed.experiments.job_models import (

@@ -14,8 +14,8 @@ another, and servers alternating BiGraph's layers, so that the ring leaves each 
 from dataclasses import dataclass
 
 from scenarios.common import add_fabric_arguments, at_least, counts, fabric, names
-from testbed.api import BiGraph, TestbedError, on_shared_nics, sweep
-from testbed.experiments import describe_all, figures
+from testbed.api import BiGraph, TestbedError, on_shared_nics
+from testbed.experiments import describe_all, figures, sweep
 from testbed.experiments.claims import Claim
 from testbed.experiments.nccl_tests import run_sweeps
 from testbed.experiments.trials import check_line

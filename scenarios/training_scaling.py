@@ -13,7 +13,7 @@ throughput(N) / ((N / N0) x throughput(N0)), N0 the smallest N.
 The computation per iteration is the same at every N (weak scaling), chosen so that the ideal
 allreduce of the gradients is --comm-share of an iteration at N0 (see testbed.collectives.training).
 With --workload FILE, an iteration is instead a SimAI workload file replayed as the job it describes
-(testbed.api.jobs): its ranks in Megatron's order on the system's servers (a tensor-parallel group on
+(testbed.runs.jobs): its ranks in Megatron's order on the system's servers (a tensor-parallel group on
 one server's accelerators), each collective in the group its phase names (tensor-, data-, expert-
 or pipeline-parallel), in the system's family of algorithms; a group inside one server runs over
 the modelled scale-up domain (--scaleup-gbit), the others for real across the fabric. The file's
@@ -37,9 +37,11 @@ from scenarios.common import (
 )
 from testbed.api import (
     HPN7,
+    NVLINK_GBIT,
     BiGraph,
     Draw,
     HalvingDoubling,
+    Job,
     LeafSpine,
     Ring,
     TestbedError,
@@ -53,7 +55,6 @@ from testbed.api import (
     workloads,
 )
 from testbed.api.fabric import check_delay
-from testbed.api.jobs import NVLINK_GBIT, Job
 from testbed.experiments import (
     capacity,
     check_link_rate,

@@ -12,8 +12,9 @@ The pipeline, one package per stage:
     probes       captures of every link, queues at switch ports, incast, iperf3 flows
     fidelity     the flow model of what a run should achieve, the fabric check, the verdict
     report       the run folder, tables, figures, paired statistics
-    api          the public API over the stages (docs/api.md)
-    experiments  the engine the scenarios run on: size sweeps and paired trials
+    runs         a workload on a running fabric: sweeps, jobs, trials, fan-ins, a watched job
+    api          the facade over the stages (docs/api.md), what users and scenarios import
+    experiments  the engine the scenarios run on: size sweeps, paired trials, records, pages
 
 Each stage imports only from the stages above it in this list (tests/test_layers.py).
 ``testbed.programs`` holds the programs that run inside emulated hosts. The design, with the
@@ -35,7 +36,7 @@ API = ("fabric", "emulate", "Emulated", "plane_forms", "Draw", "compare", "trial
        "COLLECTIVE_VARIANTS", "place", "place_jobs", "servers", "part_of_racks", "rail_ring", "on_shared_nics",
        "Ring", "HalvingDoubling", "PairwiseAlltoall", "workloads", "scaled_count", "CrossSegmentJob",
        "data_connections", "compute_seconds", "linear_ratio", "ELEMENT_BYTES", "EAGER_LIMIT", "HIGH_DSCP",
-       "PRIORITIES", "BONDS", "Placer", "Fault")
+       "PRIORITIES", "BONDS", "Placer", "Fault", "Job", "NVLINK_GBIT")
 
 
 def __getattr__(name):

@@ -92,7 +92,7 @@ def test_a_rank_that_sat_out_a_step_is_hung():
 def test_a_watchs_window_holds_the_iterations_that_ended_in_it_and_its_samples_and_events(tmp_path):
     from types import SimpleNamespace
 
-    from testbed.api.watch import Watch
+    from testbed.runs.watch import Watch
     watch = Watch.__new__(Watch)
     watch.offset = 1000.0                         # wall = monotonic + 1000
     watch.iterations = [{"start": 0.0, "end": 1.0, "timing": "a", "wrong": 0},

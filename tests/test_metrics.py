@@ -2,7 +2,6 @@
 training metrics: plain arithmetic, no root."""
 import pytest
 
-from testbed.api.sweep import modelled
 from testbed.collectives.connections import rank_connections
 from testbed.collectives.metrics import hockney, real_size, result_row
 from testbed.collectives.placements import on_shared_nics, place
@@ -12,6 +11,7 @@ from testbed.fidelity import predict
 from testbed.fidelity.verdict import flag, judge
 from testbed.routing import plan
 from testbed.routing.hashing import Draw, Placer
+from testbed.runs.sweep import modelled
 from testbed.topology import BiGraph, LeafSpine
 
 

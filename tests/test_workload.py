@@ -5,12 +5,12 @@ from pathlib import Path
 import pytest
 
 from scenarios.training_scaling import system_fabric
-from testbed.api.jobs import Job, bus_bytes, scaleup_seconds
 from testbed.collectives import workload
 from testbed.collectives.placements import place_jobs
 from testbed.errors import TestbedError
 from testbed.probes.collisions import predicted_collided_steps
 from testbed.routing.plan import deterministic_routes
+from testbed.runs.jobs import Job, bus_bytes, scaleup_seconds
 from testbed.topology import HPN7, BiGraph
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -20,14 +20,13 @@ Bad input raises ``TestbedError`` with a one-line message before anything is bui
 - what a run is made of, as plain data: the fabrics (``BiGraph``, ``HPN7``, ``LeafSpine``,
   ``from_spec`` and their defaults, ``faster_uplinks``, ``with_scaleup``), where ranks go
   (``place``, ``place_jobs``, ``rail_ring``, ...), the schedules (``Ring``, ``HalvingDoubling``,
-  ``PairwiseAlltoall``), SimAI's ``workloads``, a fault (``Fault``), a hash draw (``Draw``) and
-  where it puts a connection (``Placer``).
+  ``PairwiseAlltoall``), SimAI's ``workloads``, a training job (``Job``), a fault (``Fault``), a hash
+  draw (``Draw``) and where it puts a connection (``Placer``).
 """
 from testbed import routing as routing  # the routing plan, as data (``routing.plan``)
 from testbed.api.emulated import Emulated, emulate
 from testbed.api.fabric import compare, fabric
 from testbed.api.results import Collective, Collisions, FabricCheck, Flows, Sweep, Together
-from testbed.api.together import Comm
 from testbed.collectives import workload as workloads
 from testbed.collectives.cross_segment import CrossSegmentJob, data_connections
 from testbed.collectives.data import ELEMENT_BYTES
@@ -52,6 +51,8 @@ from testbed.errors import TestbedError
 from testbed.programs.rank import EAGER_LIMIT
 from testbed.report.paired import trial_order
 from testbed.routing.hashing import BONDS, Draw, Placer
+from testbed.runs.jobs import NVLINK_GBIT, Job
+from testbed.runs.together import Comm
 from testbed.topology import DEFAULT_QUEUE, DEFAULT_RATE, FORMS, HPN7, BiGraph, LeafSpine, from_spec
 from testbed.topology.base import with_scaleup
 from testbed.topology.hpn7 import HPN_UPLINK_CAPACITY, plane_forms
@@ -66,4 +67,4 @@ __all__ = ["fabric", "emulate", "Emulated", "plane_forms", "Draw", "compare", "t
            "place_jobs", "servers", "part_of_racks", "rail_ring", "on_shared_nics", "Ring", "HalvingDoubling",
            "PairwiseAlltoall", "workloads", "scaled_count", "CrossSegmentJob", "data_connections",
            "compute_seconds", "linear_ratio", "ELEMENT_BYTES", "EAGER_LIMIT", "HIGH_DSCP", "PRIORITIES", "BONDS",
-           "Placer", "Fault"]
+           "Placer", "Fault", "Job", "NVLINK_GBIT"]

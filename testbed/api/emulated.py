@@ -7,13 +7,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from testbed import routing as routes
-from testbed.api import sweep as sweeps
-from testbed.api import together
-from testbed.api.collision_trials import collision_trials
-from testbed.api.fanins import run_fanins
-from testbed.api.jobs import run_jobs
 from testbed.api.results import Collective, Collisions, FabricCheck, Flows, Sweep, Together
-from testbed.api.watch import Watch
 from testbed.collectives import training
 from testbed.collectives.connections import flow_connections
 from testbed.collectives.data import ELEMENT_BYTES
@@ -31,6 +25,12 @@ from testbed.machines.head import open_emulation
 from testbed.probes.flows import measure_flows
 from testbed.probes.loads import Observation
 from testbed.routing.hashing import Draw, Placer
+from testbed.runs import sweep as sweeps
+from testbed.runs import together
+from testbed.runs.collision_trials import collision_trials
+from testbed.runs.fanins import run_fanins
+from testbed.runs.jobs import run_jobs
+from testbed.runs.watch import Watch
 from testbed.topology import Topology, interface
 
 SILENT = lambda line: None

@@ -1,6 +1,9 @@
 """The engine the scenarios run on, over the public API (``testbed.api``): an ``Experiment`` (a
-run's results folder and its run settings), the size sweeps of nccl-tests (``sweeps``), paired
-trials over hash draws (``trials``), and trials on one running job (``watched``). A scenario
+run's results folder and its run settings), its record and the page drawn from it (``record``,
+``pages``, ``fingerprint``), the size sweeps of nccl-tests (``nccl_tests``), paired trials over hash
+draws or one pass over forms (``trials``), fault trials on one running job (``fault_trials``), job
+trials and their flow models (``job_trials``, ``job_models``, ``scheme_models``) and the claims'
+smoke runs (``claims``). A scenario
 module keeps only what is its own: its options, what it measures on a running fabric, and what it
 prints.
 
@@ -20,7 +23,11 @@ from testbed.probes.incast import roles
 from testbed.probes.loads import nic_downlink_split, tier_loads
 from testbed.report import fault_scores, figures
 from testbed.report.paired import Comparison
+from testbed.runs import sweep
+from testbed.runs.collision_trials import trial_line
+from testbed.runs.sweep import check_sweep
 
 __all__ = ["failure_timeline", "capacity", "check_link_rate", "check_mtu", "check_ranks", "datapath_name",
            "datapath", "netem_available", "predict", "FOUND_KINDS", "describe", "describe_all", "flag", "roles",
-           "nic_downlink_split", "tier_loads", "fault_scores", "figures", "Comparison"]
+           "nic_downlink_split", "tier_loads", "fault_scores", "figures", "Comparison",
+           "sweep", "check_sweep", "trial_line"]

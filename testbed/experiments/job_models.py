@@ -7,7 +7,6 @@ runs on it."""
 import time
 
 from testbed import routing
-from testbed.api.jobs import FAMILIES, Job, bus_bytes, scaleup_seconds
 from testbed.collectives import workload as workloads
 from testbed.collectives.connections import rank_connections
 from testbed.collectives.data import ELEMENT_BYTES
@@ -17,6 +16,7 @@ from testbed.collectives.workload import scaled_count
 from testbed.experiments.trials import compare, model_trials
 from testbed.fidelity import predict
 from testbed.routing.hashing import Draw, Placer
+from testbed.runs.jobs import FAMILIES, Job, bus_bytes, scaleup_seconds
 from testbed.topology import HPN7, hpn7
 
 SCALEUP = 9.0               # NVLink's 3,600 Gbit/s over HPN 7.0's 400 Gbit/s NIC (2 x 200G)

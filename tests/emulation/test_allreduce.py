@@ -3,7 +3,7 @@ public API (testbed.emulate)."""
 import pytest
 
 import testbed
-from testbed.api.sweep import compare_variants
+from testbed.runs.sweep import compare_variants
 
 SMALL, LARGE = 1024, 1 << 20
 

@@ -38,9 +38,9 @@ def test_under_job_priorities_a_low_job_s_small_collectives_never_ride_the_high_
     """A job without a class of its own, its 1 KiB allreduces one frame per message (their data
     both ways on one connection, the one the receiver accepted), under strict job priorities: not
     one of its packets passes a switch port in the high class."""
-    from testbed.api.jobs import Job
     from testbed.collectives.workload import data_parallel
     from testbed.emulation import shaping
+    from testbed.runs.jobs import Job
     w = data_parallel(4, 1024, 0.0)
     low = Job("low", w, w.groups(), ("h0", "h2", "h4", "h6"), port=7000)
     with testbed.emulate(testbed.fabric("leafspine:2,2,4"), folder=tmp_path / "priority", priority="strict") as emu:

@@ -4,10 +4,10 @@ classes on the switch ports, the job marked high keeps (most of) its pace."""
 import pytest
 
 import testbed
-from testbed.api.jobs import Job
 from testbed.collectives.workload import data_parallel
 from testbed.emulation.shaping import HIGH_DSCP
 from testbed.routing.hashing import Draw
+from testbed.runs.jobs import Job
 from testbed.topology import LeafSpine
 
 SIZE, ITERS = 1 << 20, 3

@@ -3,9 +3,9 @@ collectives between real hosts, checked against numpy; the pipeline's activation
 both ways between neighbouring stages; the weight gradients' collectives overlapping the backward
 pass; the bubble counted."""
 import testbed
-from testbed.api.jobs import Job
 from testbed.collectives import workload
 from testbed.collectives.placements import place_jobs
+from testbed.runs.jobs import Job
 from tests.test_workload import aicb_file
 
 SCALE = 10e6 / 400e9         # 10 Mbit/s here for 400 Gbit/s as written

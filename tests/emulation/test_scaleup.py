@@ -3,9 +3,9 @@ Ring in NCCL's order, sends its hops inside a server over the scale-up links and
 servers through one rail's ToR: the capture sees no byte at the aggregation tier, and every result
 is numpy's."""
 import testbed
-from testbed.api.jobs import Job
 from testbed.collectives.workload import data_parallel
 from testbed.routing.hashing import Draw
+from testbed.runs.jobs import Job
 
 
 def test_a_job_on_one_segment_s_rails_never_meets_the_aggregation_tier(tmp_path):

@@ -36,8 +36,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from testbed.api.sweep import check_memory
-from testbed.api.together import PORT, STRIDE
 from testbed.collectives.connections import rank_connections, source_ports
 from testbed.collectives.coordinator import AllreduceError, Coordinator, emulation_launcher
 from testbed.collectives.data import COLLECTIVES, ELEMENT_BYTES
@@ -62,6 +60,8 @@ from testbed.emulation.cpu import CpuMonitor
 from testbed.errors import TestbedError
 from testbed.probes.collisions import LinkCapture
 from testbed.probes.loads import connection_paths
+from testbed.runs.sweep import check_memory
+from testbed.runs.together import PORT, STRIDE
 
 PIPELINE = {"pipeline_forward": PipelineForward, "pipeline_backward": PipelineBackward}
 FAMILIES = {"ring": {"allreduce": Ring, "allgather": RingAllgather, "reducescatter": RingReduceScatter,

@@ -16,7 +16,6 @@ import bisect
 import threading
 import time
 
-from testbed.api.together import Communicators
 from testbed.collectives.coordinator import AllreduceError
 from testbed.collectives.data import ELEMENT_BYTES
 from testbed.collectives.metrics import bandwidths
@@ -24,6 +23,7 @@ from testbed.emulation.controller import port_events
 from testbed.fidelity.diagnosis import Window, diagnose
 from testbed.fidelity.monitor import BASELINE_WINDOWS, CADENCE_S, Monitor
 from testbed.probes.queues import QueueSampler
+from testbed.runs.together import Communicators
 from testbed.topology import interface
 
 
