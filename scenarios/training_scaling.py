@@ -12,14 +12,13 @@ throughput(N) / ((N / N0) x throughput(N0)), N0 the smallest N.
   one server and never touches the network.
 The computation per iteration is the same at every N (weak scaling), chosen so that the ideal
 allreduce of the gradients is --comm-share of an iteration at N0 (see testbed.collectives.training).
-With --workload FILE, an iteration is instead a SimAI workload file replayed as the job it describes
-(testbed.runs.jobs): its ranks in Megatron's order on the system's servers (a tensor-parallel group on
-one server's accelerators), each collective in the group its phase names (tensor-, data-, expert-
-or pipeline-parallel), in the system's family of algorithms; a group inside one server runs over
-the modelled scale-up domain (--scaleup-gbit), the others for real across the fabric. The file's
-GPU count is the replay's unless --ranks asks for others (the data-parallel size follows), and
-the report gives each group kind's time, its share of the iteration, and its bytes on the fabric
-and inside servers, beside what the same collectives over all the ranks would put on the fabric.
+With --workload FILE, an iteration is a SimAI workload file replayed as the job it describes: its
+ranks in Megatron's order on the system's servers (a tensor-parallel group on one server's
+accelerators), each collective in the group its phase names (tensor-, data-, expert- or
+pipeline-parallel), in the system's family of algorithms; a group inside one server runs over the
+modelled scale-up domain (--scaleup-gbit), the others for real across the fabric. The file's GPU
+count is the replay's unless --ranks asks for others (the data-parallel size follows); the report
+gives each group kind's time, share of the iteration and bytes on the fabric and inside servers.
 - hpn7-ring (a workload's systems only): HPN 7.0's dual-plane fabric, two segments of servers of 4
   accelerators, each on its rail (HPN7(2, N/8, 4, 2)), ECMP, Ring.
 """

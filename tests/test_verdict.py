@@ -28,7 +28,7 @@ def spans(monkeypatch):
         texts, ticks = iter([zero, stat(cores)]), iter([0, ovs_ticks])
         monkeypatch.setattr(monitor, "_read_stat", lambda: next(texts))
         monkeypatch.setattr(monitor, "_process_ticks", lambda pid: next(ticks))
-        monkeypatch.setattr(monitor.ovs, "vswitchd_pids", lambda: [1])
+        monkeypatch.setattr(monitor.ovs, "vswitchd_pid", lambda: 1)
         with monitor.CpuMonitor(datapath) as cpu:
             pass
         return cpu.result()
@@ -78,11 +78,10 @@ def test_a_split_fabric_is_judged_per_slot_naming_the_core_each_daemon_ran_on(mo
     monkeypatch.setattr(monitor, "_read_stat", lambda: next(texts))
     monkeypatch.setattr(monitor, "_process_ticks", ticks.get)
     monkeypatch.setattr(monitor, "_process_core", {7: "cpu0", 8: "cpu1"}.get)
-    monkeypatch.setattr(monitor.ovs, "vswitchd_pids", lambda: [7, 8])
-    monkeypatch.setattr(monitor.ovs, "slot_vswitchds", [7, 8])
+    monkeypatch.setattr(monitor.ovs, "vswitchd_pid", lambda: None)     # a split run: the slots' daemons only
     monkeypatch.setattr(monitor.os, "sysconf", lambda name: 100)
     monkeypatch.setattr(monitor.os, "times", iter([type("T", (), {"elapsed": t}) for t in (0.0, 1.0)]).__next__)
-    with monitor.CpuMonitor("user") as cpu:
+    with monitor.CpuMonitor("user", slot_pids=[7, 8]) as cpu:
         ticks.update({7: 45, 8: 20})
     result = cpu.result()
     assert result["ovs_vswitchd_cores"] == 0.65 and result["slots"] == [

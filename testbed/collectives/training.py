@@ -15,7 +15,6 @@ import numpy as np
 from testbed.collectives.connections import rank_connections, source_ports
 from testbed.collectives.coordinator import Coordinator, emulation_launcher
 from testbed.collectives.data import ELEMENT_BYTES
-from testbed.emulation.cpu import CpuMonitor
 
 
 def compute_seconds(gradient_bytes, ranks, link_bytes, share):
@@ -34,7 +33,7 @@ def train(emu, schedule, hosts, gradient_bytes, compute_s, iterations, batch, la
     with Coordinator(schedule.name, addresses, launch, pacing=emu.topo.bytes_per_s, label=label,
                      source_ports=ports) as ranks:
         warmup = ranks.iterate(count, 0, 120, compute_s=compute_s)
-        with CpuMonitor() as cpu:
+        with emu.cpu_monitor() as cpu:
             timed = ranks.iterate(count, 1, 120, repeat=iterations, compute_s=compute_s)
     mean = float(np.mean(timed["times"]))
     return {"iteration_s": round(mean, 4), "samples_per_s": round(len(hosts) * batch / mean, 2),

@@ -53,8 +53,8 @@ class Controller:
             self._log.close()
 
 
-def wait_for_rules(plan, bridges, controller=None, timeout=60.0):
-    """Wait until every bridge ({name: dpid}, reached through ovs.target) holds the rules the plan
+def wait_for_rules(plan, bridges, controller=None, targets=None, timeout=60.0):
+    """Wait until every bridge ({name: dpid}, a slot's reached through targets) holds the rules the plan
     gives it plus the table-miss rule; seconds waited. controller: the local Controller, whose exit
     ends the wait (None on a machine of a split run, whose controller runs on the head)."""
     waiting, start = dict(bridges), time.monotonic()
@@ -63,7 +63,7 @@ def wait_for_rules(plan, bridges, controller=None, timeout=60.0):
         if controller and controller.proc.poll() is not None:
             raise TestbedError(f"the controller exited with code {controller.proc.returncode}{where}")
         for bridge, dpid in list(waiting.items()):
-            if ovs.flow_count(bridge) == len(plan.rules.get(dpid, [])) + 1:
+            if ovs.flow_count(bridge, targets) == len(plan.rules.get(dpid, [])) + 1:
                 del waiting[bridge]
         if waiting and time.monotonic() - start > timeout:
             raise TestbedError(f"switches {' '.join(sorted(waiting))} did not get their flows within "

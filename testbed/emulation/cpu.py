@@ -58,14 +58,15 @@ def _process_core(pid):
 
 class CpuMonitor:
     """with CpuMonitor() as cpu: <traffic>; then cpu.result() -> dict with the verdict. The datapath is
-    the one in use ('kernel' when the openvswitch module is loaded) unless given."""
+    the one in use ('kernel' when the openvswitch module is loaded) unless given; slot_pids are the
+    ovs-vswitchd of a run split into slots (an emulation's ``cpu_monitor()`` gives its own)."""
 
-    def __init__(self, datapath=None):
+    def __init__(self, datapath=None, slot_pids=()):
         self.datapath = datapath or ("kernel" if ovs.kernel_datapath_loaded() else "user")
+        self.slot_pids = list(slot_pids)
 
     def __enter__(self):
-        self.ovs_pids = ovs.vswitchd_pids()
-        self.slot_pids = list(ovs.slot_vswitchds)
+        self.ovs_pids = [pid for pid in [ovs.vswitchd_pid(), *self.slot_pids] if pid]
         self._slots = [_process_ticks(pid) for pid in self.slot_pids]
         self.ticks_per_s = os.sysconf("SC_CLK_TCK")
         self._cpus = cpu_ticks(_read_stat())

@@ -155,6 +155,8 @@ class Emulation:
         self.partition = partition(topo, slot_count) if slot_count > 1 else None
         self.share = share
         self.slots = []     # by slot index; None for a slot built on another machine
+        self.slot_vswitchds = []        # their ovs-vswitchd pids, counted in the CPU verdict
+        self.ofctl_targets = {}         # a slot's bridge: its management socket, for ovs-ofctl
         self.net = self.controller = self.record = self.watchdog = None
         self.datapath = self.cpu_placement = None
         self._signals = interruptible()
@@ -250,7 +252,7 @@ class Emulation:
         except SystemExit:  # Mininet reports errors with exit(1)
             raise TestbedError("Mininet gave up building the network (its message is above)") from None
         mine = {s.name: s.dpid for s in topo.switches.values() if self.here(s.name)}
-        waited = wait_for_rules(self.routing, mine, self.controller)
+        waited = wait_for_rules(self.routing, mine, self.controller, self.ofctl_targets)
         if self.datapath == "user":
             self._size_send_buffers()
         if self.cpu_placement == "pinned":
@@ -284,9 +286,9 @@ class Emulation:
             inside = self.partition.switches(k)[0]      # spawn() runs a process where a switch's ports are
             slot.start(lambda args, env, inside=inside: self.spawn(args, switch=inside, env=env, **quiet))
             self.spawn(slot.relay(*controller), **quiet)
-            ovs.slot_vswitchds.append(slot.vswitchd.pid)
+            self.slot_vswitchds.append(slot.vswitchd.pid)
             for name in self.partition.switches(k):
-                ovs.slot_bridges[name] = slot.mgmt(name)
+                self.ofctl_targets[name] = slot.mgmt(name)
 
     def _cut_links(self):
         """A VXLAN device for each end of every cut link, known to its switch as the port it replaces."""
@@ -473,8 +475,6 @@ class Emulation:
         for node in ((self.net.hosts + self.net.switches) if self.net else []) + [s.holder for s in self.built_slots]:
             with contextlib.suppress(Exception):
                 node.terminate()
-        ovs.slot_bridges.clear()
-        ovs.slot_vswitchds.clear()
         if self.controller is not None:
             self.controller.stop()
         if self.record is not None:
@@ -571,7 +571,7 @@ class Emulation:
 
     def cpu_monitor(self):
         """with emu.cpu_monitor() as cpu: <traffic>; cpu.result(): the verdict's CPU figures."""
-        return CpuMonitor(self.datapath)
+        return CpuMonitor(self.datapath, self.slot_vswitchds)
 
     def counters(self, nic):
         """A NIC port's interface counters, read in its host."""

@@ -7,15 +7,9 @@ from pathlib import Path
 
 PIDFILE = Path("/var/run/openvswitch/ovs-vswitchd.pid")
 OPENFLOW = "OpenFlow13"
-# A run split into slots (emulation.slots) has an ovs-vswitchd per slot: its bridges answer
-# ovs-ofctl on their own management sockets, and its daemons count in the CPU verdict.
-slot_bridges = {}      # bridge: "unix:<slot dir>/<bridge>.mgmt"
-slot_vswitchds = []    # pids
-
-
-def target(bridge):
-    """What ovs-ofctl is given to reach a bridge."""
-    return slot_bridges.get(bridge, bridge)
+# A run split into slots (emulation.slots) has an ovs-vswitchd per slot, whose bridges answer ovs-ofctl
+# on their own management sockets: the functions below take `targets`, {bridge: "unix:<slot dir>/<bridge>.mgmt"}
+# (the emulation's ``ofctl_targets``), and reach any other bridge by its name.
 
 
 def vsctl(*args, timeout=15):
@@ -44,11 +38,6 @@ def reachable():
         return vsctl("show", timeout=3).returncode == 0
     except (OSError, subprocess.TimeoutExpired):
         return False
-
-
-def vswitchd_pids():
-    """Every ovs-vswitchd forwarding for this run: the system's and the slots'."""
-    return [pid for pid in [vswitchd_pid(), *slot_vswitchds] if pid]
 
 
 def vswitchd_pid():
@@ -105,17 +94,17 @@ def delete_bridges(names):
         vsctl(*args)
 
 
-def flow_count(bridge):
-    found = re.search(r"flow_count=(\d+)", ofctl("dump-aggregate", target(bridge)).stdout)
+def flow_count(bridge, targets=None):
+    found = re.search(r"flow_count=(\d+)", ofctl("dump-aggregate", (targets or {}).get(bridge, bridge)).stdout)
     return int(found.group(1)) if found else -1
 
 
-def port_bytes(ports):
+def port_bytes(ports, targets=None):
     """{(bridge, port): (bytes received, bytes sent)} from the OpenFlow port counters, one call per
     bridge."""
     out = {}
     for bridge in sorted({sw for sw, _ in ports}):
-        text = ofctl("dump-ports", target(bridge)).stdout
+        text = ofctl("dump-ports", (targets or {}).get(bridge, bridge)).stdout
         for port, received, sent in re.findall(
                 r"port\s+(\d+): rx pkts=\d+, bytes=(\d+).*?\n\s+tx pkts=\d+, bytes=(\d+)", text):
             out[bridge, int(port)] = (int(received), int(sent))

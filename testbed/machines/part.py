@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from testbed.emulation import runrecord
-from testbed.emulation.cpu import CpuMonitor
 from testbed.emulation.network import Emulation
 from testbed.emulation.processes import POPEN, PROJECT, argv
 from testbed.machines import remote
@@ -114,7 +113,7 @@ class Part:
         return self.emu.counters(nic)
 
     def cpu_start(self):
-        self.cpu = CpuMonitor("user").__enter__()
+        self.cpu = self.emu.cpu_monitor().__enter__()
 
     def cpu_stop(self):
         self.cpu.__exit__(None, None, None)

@@ -77,7 +77,7 @@ class LinkCapture:
         self.procs, self.kernel_drops = [], 0
 
     def _counters(self):
-        return ovs.port_bytes(sorted({p.switch_port for p in self.points}))
+        return ovs.port_bytes(sorted({p.switch_port for p in self.points}), self.emu.ofctl_targets)
 
     def __enter__(self):
         self.folder.mkdir(parents=True, exist_ok=True)

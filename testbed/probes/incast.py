@@ -5,7 +5,6 @@ sent every few ms from a host on the receiver's switch through the same port, wh
 above the smallest is their time in the queue (delay x rate = backlog)."""
 import time
 
-from testbed.emulation.cpu import CpuMonitor
 from testbed.emulation.processes import expect_all, stop_all
 from testbed.errors import TestbedError
 from testbed.probes.queues import QueueSampler
@@ -61,7 +60,7 @@ def one_round(emu, receiver, prober, senders, size, interval):
         probe_tx.send(start=start - 0.3)
         for client in clients:
             client.send(start=start)
-        with QueueSampler([bottleneck], netns=emu.port_netns) as queue, CpuMonitor() as cpu:
+        with QueueSampler([bottleneck], netns=emu.port_netns) as queue, emu.cpu_monitor() as cpu:
             done = server.expect("done", duration + 60)["done"]
             expect_all([probe_tx], "sent", duration + 30)
             probe_rx.send(stop=True)

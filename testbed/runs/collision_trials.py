@@ -6,7 +6,6 @@ from testbed.collectives.connections import rank_connections, source_ports
 from testbed.collectives.coordinator import Coordinator, emulation_launcher
 from testbed.collectives.data import ELEMENT_BYTES
 from testbed.collectives.metrics import result_row
-from testbed.emulation.cpu import CpuMonitor
 from testbed.fidelity.verdict import flag
 from testbed.probes.collisions import (
     LinkCapture,
@@ -36,7 +35,7 @@ def collision_trials(emu, case, variant, schedule, hosts, size, trials, iters, f
         with Coordinator(schedule, addresses, launch, pacing=topo.bytes_per_s, label=variant,
                          source_ports=ports) as coordinator:
             coordinator.iterate(count, 0, timeout=120)          # warmup: connections and windows
-            with CpuMonitor() as cpu, LinkCapture(emu, Path(folder) / f"trial{trial}") as cap:
+            with emu.cpu_monitor() as cpu, LinkCapture(emu, Path(folder) / f"trial{trial}") as cap:
                 results = [coordinator.iterate(count, i + 1, timeout=120) for i in range(iters)]
         links = per_step(flows_by_link(cap.packets), flows)
         steps = steps_summary(links, len(flows))

@@ -56,7 +56,6 @@ from testbed.collectives.schedules import (
     XorAlltoall,
 )
 from testbed.collectives.workload import scaled_count
-from testbed.emulation.cpu import CpuMonitor
 from testbed.errors import TestbedError
 from testbed.probes.collisions import LinkCapture
 from testbed.probes.loads import connection_paths
@@ -393,7 +392,7 @@ def run_jobs(emu, jobs, iterations, warmup=1, draws=None, folder=None, offsets=N
                     f.set()
 
         watch = LinkCapture(emu, folder) if folder is not None else contextlib.nullcontext()
-        with CpuMonitor() as cpu, watch as capture:
+        with emu.cpu_monitor() as cpu, watch as capture:
             threads = [threading.Thread(target=one, args=(k, r), daemon=True) for k, r in enumerate(runs)]
             for thread in threads:
                 thread.start()

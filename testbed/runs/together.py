@@ -18,7 +18,6 @@ from testbed.collectives.connections import rank_connections, source_ports, step
 from testbed.collectives.coordinator import AllreduceError, Coordinator, emulation_launcher
 from testbed.collectives.data import ELEMENT_BYTES
 from testbed.collectives.metrics import result_row
-from testbed.emulation.cpu import CpuMonitor
 from testbed.emulation.events import Timeline
 from testbed.fidelity import predict
 from testbed.probes.loads import Observation
@@ -124,7 +123,7 @@ def measure(emu, comms, counts, iters=3, warmup=1, draw=None, folder=None, timeo
         for w in range(warmup):                       # connections and windows
             group.iterate(counts, w, timeout)
         watch = Observation(emu, folder, queue_ports) if folder is not None else contextlib.nullcontext()
-        with watch as seen, CpuMonitor() as cpu:
+        with watch as seen, emu.cpu_monitor() as cpu:
             results = [group.iterate(counts, warmup + i, timeout) for i in range(iters)]
         conns = [group.data_connections(k, counts[k]) for k in range(len(comms))]
         connections = group.connections
@@ -169,7 +168,7 @@ def run_for(emu, comm, count, seconds, events=(), stall_limit=20.0, draw=None):
                      streams=comm.streams, label=comm.name, dscp=comm.dscp,
                      source_ports=source_ports(conns) if conns else None) as ranks:
         ranks.iterate(count, 0, timeout=120)          # warmup: connections and windows
-        with CpuMonitor() as cpu, Timeline(list(events)) as timeline:
+        with emu.cpu_monitor() as cpu, Timeline(list(events)) as timeline:
             iterations, error = ranks.run_for(count, seconds, timeout=stall_limit + 60)
             ended = time.monotonic()
     return {"iterations": iterations, "error": error, "start": timeline.start, "end": ended, "done": timeline.done,
