@@ -25,14 +25,15 @@ import tempfile
 from pathlib import Path
 
 from scenarios import training_scaling
+from testbed.api import NVLINK_GBIT
 from testbed.collectives import workload as workloads
 from testbed.collectives.parallelism import KINDS
 from testbed.collectives.placements import servers
 from testbed.errors import TestbedError
 from testbed.report.folder import RESULTS_ROOT
-from testbed.runs.jobs import NVLINK_GBIT
 
 ROOT = Path(__file__).resolve().parents[1]
+RATIOS = Path("astra-sim-alibabacloud/inputs/ratio")     # where SimAI_analytical looks, from its cwd
 # SimAI's EndToEnd.csv summary columns, in microseconds, and the replay's figure for each
 SIMAI_COLUMNS = {"Expose TP comm": "TP", "Expose DP comm": "DP", "Expose_EP_comm": "EP",
                  "Expose DP_EP comm": "DP_EP", "Expose_PP_comm": "PP", "bubble time": "bubble",
@@ -48,16 +49,23 @@ WHY = {
           "this emulation's latency",
     "PP": "SimAI counts pipeline traffic as hidden (-pp_o 1 by default); the replay sends it between "
           "stages per micro-batch and waits for it",
+    "bubble": "both take the bubble as a stage's time x (pp - 1) / (ga x vpp), so it follows each side's "
+              "stage time, its communication included",
 }
 
 
 def simai_binary(path):
+    """(the binary, its checkout): SimAI reads its busbw ratio tables by paths relative to the checkout."""
     path = Path(path).expanduser()
     binary = path / "bin" / "SimAI_analytical" if path.is_dir() else path
     if not (binary.exists() and os.access(binary, os.X_OK)):
         raise TestbedError(f"--simai {path}: no SimAI_analytical there: build it in the checkout with "
                            "./scripts/build.sh -c analytical, or give the binary")
-    return binary.resolve()
+    binary = binary.resolve()
+    checkout = next((d for d in binary.parents if (d / RATIOS).is_dir()), None)
+    if checkout is None:
+        raise TestbedError(f"--simai {path}: no {RATIOS} above {binary}: give the SimAI checkout it was built in")
+    return binary, checkout
 
 
 def per_server(system, gpus, rate):
@@ -66,9 +74,13 @@ def per_server(system, gpus, rate):
     return max(sizes)
 
 
-def run_simai(binary, workload, gpus, gpus_per_server, nic_gbit, nvlink_gbit, into):
-    """SimAI's analytical run of `workload`: {figure: seconds} from its EndToEnd.csv summary."""
+def run_simai(simai, workload, gpus, gpus_per_server, nic_gbit, nvlink_gbit, into):
+    """SimAI's analytical run of `workload`: {figure: seconds} from its EndToEnd.csv summary. It runs
+    in `into`, which sees the checkout's ratio tables through a link and takes SimAI's ./results/."""
+    binary, checkout = simai
     into.mkdir(parents=True, exist_ok=True)
+    (into / RATIOS.parts[0]).symlink_to(checkout / RATIOS.parts[0])
+    (into / "results").mkdir()
     command = [str(binary), "-w", str(Path(workload).resolve()), "-g", str(gpus), "-g_p_s", str(gpus_per_server),
                "-n_p_s", str(gpus_per_server), "-nv", f"{nvlink_gbit / 8:g}", "-nic", f"{nic_gbit / 8:g}",
                "-r", "replay-"]

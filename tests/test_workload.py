@@ -242,3 +242,21 @@ def test_a_replay_at_one_rank_count_claims_no_scaling():
     scaled = headline([row("bigraph-hdrm", 4, 1.0), row("bigraph-hdrm", 32, 0.9), row("single-nic-hd", 32, 0.3)], 4)
     assert scaled["bigraph-hdrm linear ratio at 32"] == 0.9
     assert {c["verdict"] for c in check_claims(CLAIMS, scaled)} == {"holds"}
+
+
+def test_simai_is_found_with_the_checkout_its_ratio_tables_are_read_from(tmp_path):
+    """SimAI_analytical opens astra-sim-alibabacloud/inputs/ratio/*.csv from its working folder: the
+    bench finds the checkout above the binary, or refuses in one line."""
+    from bench.simai_side_by_side import RATIOS, simai_binary
+    built = tmp_path / "SimAI" / "astra-sim-alibabacloud" / "build" / "SimAI_analytical"
+    built.parent.mkdir(parents=True)
+    built.write_text("#!/bin/sh\n")
+    built.chmod(0o755)
+    (tmp_path / "SimAI" / "bin").mkdir()
+    (tmp_path / "SimAI" / "bin" / "SimAI_analytical").symlink_to(built)
+    with pytest.raises(TestbedError, match="no astra-sim-alibabacloud/inputs/ratio above"):
+        simai_binary(tmp_path / "SimAI")
+    (tmp_path / "SimAI" / RATIOS).mkdir(parents=True)
+    assert simai_binary(tmp_path / "SimAI") == (built, tmp_path / "SimAI")
+    with pytest.raises(TestbedError, match="no SimAI_analytical there"):
+        simai_binary(tmp_path)
