@@ -38,8 +38,9 @@ shared and what each sent over them.
 For a synthetic job the flow model (``fidelity.predict``) gives its iteration alone and together
 (its collective overlapping the others' fully: the model's bound) from the paths its connections
 take (hashed as Open vSwitch hashes them, or planned), beside the measurement. A bonded NIC puts
-its connections on its ports in turn (round-robin, as an RDMA NIC places its queue pairs), so the
-model knows the port each connection leaves by.
+its connections on its ports in turn (round-robin, as an RDMA NIC places its queue pairs), also
+under paths, whose planner routes each pair from both ports, so the model knows the port each
+connection leaves by.
 """
 import json
 import statistics

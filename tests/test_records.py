@@ -72,7 +72,7 @@ def test_the_paths_a_planner_gives_a_plan_s_flows_are_in_the_fingerprint(monkeyp
     plans = importlib.import_module("testbed.routing.plan")     # testbed.routing.plan is also a function
     base = of_run(SCENARIOS["multi_job"], args_of("multi_job"))
     original = plans.place_flows
-    monkeypatch.setattr(plans, "place_flows", lambda topo, flows: original(topo, list(flows)[::-1]))
+    monkeypatch.setattr(plans, "place_flows", lambda topo, flows, **kw: original(topo, list(flows)[::-1], **kw))
     assert changed(base, of_run(SCENARIOS["multi_job"], args_of("multi_job"))) == ["planned 0 routes",
                                                                                    "planned 1 routes"]
 

@@ -71,3 +71,56 @@ def test_pinned_routing_sends_each_destination_one_way_chosen_by_its_index():
     leaf0 = topo.switches["tb1"].dpid
     up = {dst: ports[0] for _, dst, ports in rules[leaf0] if dst not in ("10.0.0.1", "10.0.0.2")}
     assert sorted(up.values()) == [3, 4]          # h2 and h3 (indices 2 and 3) pinned to the two spines
+
+
+def test_planned_flows_take_paths_apart():
+    """Each given pair takes the equal-cost path whose busiest link carries the fewest flows placed
+    before it: two pairs between the same leaves take different spines."""
+    topo = LeafSpine(2, 2, 2)
+    placed = plan(topo, "planned", flows=[("h0", "h2"), ("h1", "h3")])
+    first, second = (placed.routes[topo.hosts[a].ports[0].ip, topo.hosts[b].ports[0].ip]
+                     for a, b in (("h0", "h2"), ("h1", "h3")))
+    assert first.switches[1] != second.switches[1]
+    assert placed.port_routes == {} and placed.host_rules == {}     # no bonded NIC: nothing to split
+
+
+def consistent(rules):
+    """No switch holds two rules for one (source, destination) with different next hops."""
+    seen = {}
+    for dpid, entries in rules.items():
+        for src, dst, ports in entries:
+            if seen.setdefault((dpid, src, dst), ports) != ports:
+                return False
+    return True
+
+
+@pytest.mark.parametrize("planes", [2, 1])
+def test_planned_pairs_use_both_ports_of_a_bonded_nic(planes):
+    """As C4P spreads a connection's queue pairs, a planned pair on HPN's bonded NICs gets a route
+    from each port, and a connection from port p's turn ports (the hosts' turn rules) takes port
+    p's route; on the dual plane the two never meet at a switch. Where they would meet with
+    different next hops (single plane), the pair keeps one route."""
+    from testbed.routing.hashing import Connection, Placer, turn_ports
+    from testbed.routing.plan import TURN_TABLE
+    from testbed.topology import HPN7
+    topo = HPN7(2, 2, 2, 2, planes=planes)
+    pairs = [(a, b) for a in topo.hosts for b in topo.hosts if a != b and not topo.same_server(a, b)]
+    placed = plan(topo, "planned", flows=pairs)
+    assert consistent(placed.rules)
+    if planes == 2:
+        assert len(placed.port_routes) == len(pairs)
+    ip = {h: topo.hosts[h].ports[0].ip for h in topo.hosts}
+    placer = Placer(topo, placed, "round-robin")
+    for (src, dst), by_port in placed.port_routes.items():
+        assert sorted(by_port) == [0, 1]
+        assert not set(by_port[0].switches) & set(by_port[1].switches)
+        a, b = next((a, b) for a, b in pairs if (ip[a], ip[b]) == (src, dst))
+        for port in (0, 1):
+            conn = Connection(a, b, turn_ports(port, 2)[5], 7000, turn=port)
+            assert placer.path(conn)[0] == (a, port)                    # the host's port
+            assert [s for s, _ in placer.path(conn)[1:]] == by_port[port].switches
+            assert placed.route(src, dst, conn.sport) is by_port[port]
+            assert [f"{dst}/32", [topo.hosts[a].ports[port].intf], 0, TURN_TABLE + port] in placed.host_routes[a]
+        assert placed.route(src, dst, 40000) is placed.routes[src, dst]  # the kernel's own port: the main table
+    if placed.port_routes:
+        assert placed.host_rules and all(len(rules) == 2 for rules in placed.host_rules.values())

@@ -135,8 +135,8 @@ def scale_model(seed, draws, mtu):
              zip(jobs, SCALE_JOBS)]
     order = sorted(range(len(jobs)), key=lambda k: -compute_s(jobs[k]) / ideal[k])
     ecmp = routing.plan(topo, "ecmp")
-    placed = routing.RoutingPlan("planned", {}, routing.place_flows(
-        topo, [pair for k in order for pair in job_pairs(topo, jobs[k])]), "same")
+    routes, split = routing.place_flows(topo, [pair for k in order for pair in job_pairs(topo, jobs[k])], split=True)
+    placed = routing.RoutingPlan("planned", {}, routes, "same", port_routes=split)
 
     def evaluate(form, d):
         drawn = [Draw(seed * 7919 + d * 64 + k, BOND) for k in range(len(jobs))]

@@ -230,16 +230,16 @@ def route_paths(topo, routing, connections):
     """{Connection: [link]} from the routes known before any packet moves (deterministic routing);
     where hashing decides (ECMP), only the NICs' links: the sending port and the destination's
     downlink. A connection between two ranks on one host crosses no link ([])."""
-    routes = routing.routes or {}
     ip = {h.name: h.ports[0].ip for h in topo.hosts.values()}
     out = {}
     for c in connections:
+        route = routing.route(ip[c.src], ip[c.dst], c.sport) if c.src != c.dst else None
         if c.src == c.dst:
             out[c] = []
         elif topo.same_server(c.src, c.dst):
             out[c] = scaleup_path(topo, c)
-        elif (ip[c.src], ip[c.dst]) in routes:
-            out[c] = sorted(routes[ip[c.src], ip[c.dst]].directed_links())
+        elif route is not None:
+            out[c] = sorted(route.directed_links())
         else:
             nic = topo.hosts[c.dst].ports[0]
             out[c] = sorted([(c.src, 0), topo.attachment(nic)])

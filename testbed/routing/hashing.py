@@ -144,7 +144,7 @@ class Placer:
         self.ip = {h.name: h.ports[0].ip for h in topo.hosts.values()}
         self.live = {h.name: [nic.port for nic in h.ports if (h.name, nic.port) in self.peer]
                      for h in topo.hosts.values()}
-        self.routes = plan.routes or {}      # deterministic and planned: a bonded host's port per destination
+        self.plan = plan                     # deterministic and planned: a bonded host's port per destination
 
     def host_port(self, conn):
         ports = self.live[conn.src]
@@ -152,7 +152,7 @@ class Placer:
             raise TestbedError(f"{conn.src} has no NIC port with a link")
         if len(ports) == 1:
             return ports[0]
-        route = self.routes.get((self.ip[conn.src], self.ip[conn.dst]))
+        route = self.plan.route(self.ip[conn.src], self.ip[conn.dst], conn.sport)
         if route is not None and route.src.port in ports:
             return route.src.port
         if self.bond == "round-robin":

@@ -32,11 +32,15 @@ probe measures it.
 a job scheduler's, such as Crux's jobs by GPU intensity) each take, one after the other, the
 equal-cost path whose busiest link carries the fewest of the flows placed before it (then the
 fewest in total, then the first): paths apart as far as the fabric allows, installed as
-deterministic rules. Rules match addresses, so a pair's connections share its one route: where
-NICs are bonded, every connection between two hosts leaves by the port of its pair (above), where
-ECMP's round-robin puts a host's connections on its ports in turn. Pairs not given keep the
-deterministic choice. Given no flows, the controller learns the long ones from its rules' counters
-while traffic runs and plans them so (``controllers/path_installer.py``).
+deterministic rules. Where NICs are bonded, a given pair gets a route from each port of its source
+NIC to the same port of its destination's, each placed so (as C4P spreads a connection's queue pairs
+over both ports): its connections then take the ports in turn, as under ECMP's round-robin (the
+hosts' turn rules below send connection i by port i mod ports). The switches' rules match
+addresses, so a pair is split only where its routes never meet at a switch with different next
+hops (HPN's dual plane: always); otherwise it keeps its one route, from the port of its pair.
+Pairs not given keep the deterministic choice. Given no flows, the controller learns the long ones
+from its rules' counters while traffic runs and plans them so (``controllers/path_installer.py``),
+each pair on one route (the hosts' routes are set before any traffic).
 
 ``pinned``: every switch forwards by destination over one of its equal-cost next hops, number
 (destination host's index) mod (next hops): static path pinning by destination, as Meta pinned
@@ -63,7 +67,8 @@ class RoutingPlan:
     host_routes: {host: [[destination prefix, [interfaces], metric, table]]} for bonded NICs (two
     or more interfaces: a multipath route; table 0: the main one); host_rules: {host: [[first
     source port, last, table]]} (TCP); routes: {(src ip, dst ip): Route}, or None where hashing
-    decides."""
+    decides; port_routes (planned, bonded NICs): {(src ip, dst ip): {NIC port: Route}} for the pairs
+    split over their ports (``routes`` holds the first)."""
     mode: str
     rules: dict
     routes: dict | None
@@ -72,6 +77,7 @@ class RoutingPlan:
     host_routes: dict = field(default_factory=dict)
     host_rules: dict = field(default_factory=dict)
     flows: list = field(default_factory=list)     # planned: the (host, host) pairs placed, in order
+    port_routes: dict = field(default_factory=dict)
 
     @property
     def rule_count(self):
@@ -82,7 +88,20 @@ class RoutingPlan:
                 "rules": {str(dpid): rules for dpid, rules in self.rules.items()},
                 "seeds": {str(dpid): seed for dpid, seed in self.seeds.items()},
                 "host_routes": self.host_routes, "host_rules": self.host_rules, "flows": self.flows,
-                "routes": None if self.routes is None else [r.to_dict() for _, r in sorted(self.routes.items())]}
+                "routes": None if self.routes is None else [r.to_dict() for _, r in sorted(self.routes.items())],
+                **({"port_routes": [[src, dst, {str(port): r.to_dict() for port, r in sorted(by_port.items())}]
+                                    for (src, dst), by_port in sorted(self.port_routes.items())]}
+                   if self.port_routes else {})}
+
+    def route(self, src_ip, dst_ip, sport=0):
+        """The route a connection takes where it is known: a split pair's for the port whose turn
+        ports hold its source port (as the hosts' turn rules send it), otherwise the pair's; None
+        where hashing decides."""
+        by_port = self.port_routes.get((src_ip, dst_ip))
+        for port, route in sorted((by_port or {}).items()):
+            if sport in turn_ports(port, len(by_port)):
+                return route
+        return (self.routes or {}).get((src_ip, dst_ip))
 
 
 def choose(topo, src_host, dst_host, count):
@@ -124,41 +143,59 @@ def deterministic_routes(topo):
 
 
 def planned_routes(topo, flows):
-    """The deterministic routes, with each of `flows` ([(host, host)] in order) on the least-loaded
-    of its equal-cost paths as the module docstring says."""
-    return {**deterministic_routes(topo), **place_flows(topo, flows)}
+    """(routes, port_routes): the deterministic routes, with each of `flows` ([(host, host)] in
+    order) on the least-loaded of its equal-cost paths, split over a bonded NIC's ports, as the
+    module docstring says."""
+    placed, split = place_flows(topo, flows, split=True)
+    return {**deterministic_routes(topo), **placed}, split
 
 
-def place_flows(topo, flows):
+def place_flows(topo, flows, split=False):
     """{(src ip, dst ip): Route} for `flows` alone ([(host, host)] in order), each on the
     least-loaded of its equal-cost paths (the planned mode's rule), without working out every
-    other pair's route: what a model of a large fabric needs."""
-    finder, routes, load, placed = PathFinder(topo), {}, {}, set()
+    other pair's route: what a model of a large fabric needs. With split, (routes, port_routes):
+    where NICs are bonded each pair also gets a route from every port (the module docstring)."""
+    finder, routes, ported, load = PathFinder(topo), {}, {}, {}
+    links = lambda route: [(h.switch, h.out_port) for h in route.hops[:-1]]   # between switches
     for a, b in flows:
         if a not in topo.hosts or b not in topo.hosts:
             raise TestbedError(f"a planned flow names {a if a not in topo.hosts else b}, no host of {topo.name}")
-        src, dst = port_pairs(topo, topo.hosts[a], topo.hosts[b])[0]
-        if (src.ip, dst.ip) in placed or a == b:
+        pairs = port_pairs(topo, topo.hosts[a], topo.hosts[b])
+        src, dst = pairs[0]
+        if (src.ip, dst.ip) in routes or a == b:
             continue
-        options = finder.routes(src, dst)
-        if not options:
+        ends = [(s, d) for s, d in pairs if s.port == d.port] if split and topo.shared_nic_address else pairs[:1]
+        chosen = []
+        for s, d in ends:
+            taken = {h.switch: h.out_port for r in chosen for h in r.hops}
+            options = [r for r in finder.routes(s, d) if all(taken.get(h.switch, h.out_port) == h.out_port
+                                                              for h in r.hops)]
+            if not options:
+                break
+            chosen.append(min(options, key=lambda r: (max((load.get(x, 0) for x in links(r)), default=0),
+                                                      sum(load.get(x, 0) for x in links(r)), options.index(r))))
+        if len(chosen) < len(ends):
+            chosen = chosen[:1]                       # the ports' routes would meet: one route, as before
+        if not chosen:
             continue
-        links = lambda route: [(h.switch, h.out_port) for h in route.hops[:-1]]   # between switches
-        best = min(range(len(options)), key=lambda k: (max((load.get(x, 0) for x in links(options[k])), default=0),
-                                                       sum(load.get(x, 0) for x in links(options[k])), k))
-        routes[src.ip, dst.ip] = options[best]
-        placed.add((src.ip, dst.ip))
-        for x in links(options[best]):
+        routes[src.ip, dst.ip] = chosen[0]
+        if len(chosen) > 1:
+            ported[src.ip, dst.ip] = {r.src.port: r for r in chosen}
+        for x in (x for r in chosen for x in links(r)):
             load[x] = load.get(x, 0) + 1
-    return routes
+    return (routes, ported) if split else routes
 
 
 def route_rules(topo, routes):
-    """One rule per (source, destination) on every switch of its route."""
-    rules = {s.dpid: [] for s in topo.switches.values()}
-    for (src_ip, dst_ip), route in sorted(routes.items()):
+    """One rule per (source, destination) on every switch of its route ({(src ip, dst ip, ...):
+    Route}: a split pair's routes add their own switches' rules)."""
+    rules, seen = {s.dpid: [] for s in topo.switches.values()}, set()
+    for (src_ip, dst_ip, *_), route in sorted(routes.items()):
         for hop in route.hops:
-            rules[topo.switches[hop.switch].dpid].append([src_ip, dst_ip, [hop.out_port]])
+            dpid = topo.switches[hop.switch].dpid
+            if (dpid, src_ip, dst_ip) not in seen:        # a split pair's routes may share a switch, same port
+                seen.add((dpid, src_ip, dst_ip))
+                rules[dpid].append([src_ip, dst_ip, [hop.out_port]])
     return rules
 
 
@@ -184,11 +221,14 @@ def ecmp_rules(topo, pinned=False):
     return rules
 
 
-def host_routes(topo, routes=None):
+def host_routes(topo, routes=None, port_routes=None):
     """Routes on bonded hosts, [[prefix, [interfaces], metric, table]]: a multipath route over every
     NIC port for the fabric's subnet, and one through each port in that port's round-robin table
     (ecmp); or per destination a /32 through the port `routes` chose, and a second one, of higher
-    metric, through each other port (deterministic): the kernel skips a route whose link is down."""
+    metric, through each other port (deterministic): the kernel skips a route whose link is down.
+    A pair split over its ports (port_routes) also has a /32 through port p in port p's table, which
+    the turn rules (``host_rules``) send that port's connections to; a table without the
+    destination leaves the lookup to the main one."""
     if not topo.shared_nic_address:
         return {}
     out = {}
@@ -203,6 +243,9 @@ def host_routes(topo, routes=None):
             if src == host.ports[0].ip:
                 out[host.name] += [[f"{dst}/32", [nic.intf], 0 if nic is route.src else 1 + nic.port, 0]
                                    for nic in host.ports]
+        for (src, dst), by_port in sorted((port_routes or {}).items()):
+            if src == host.ports[0].ip:
+                out[host.name] += [[f"{dst}/32", [host.ports[p].intf], 0, TURN_TABLE + p] for p in sorted(by_port)]
     return out
 
 
@@ -225,9 +268,12 @@ def plan(topo, mode="deterministic", hash="same", flows=()):
     if hash not in HASHES:
         raise TestbedError(f"unknown hash {hash!r}: use one of {', '.join(HASHES)}")
     if mode in ("deterministic", "planned"):
-        routes = deterministic_routes(topo) if mode == "deterministic" else planned_routes(topo, flows)
-        return RoutingPlan(mode, route_rules(topo, routes), routes, hash, host_routes=host_routes(topo, routes),
-                           flows=[list(f) for f in flows] if mode == "planned" else [])
+        routes, split = (deterministic_routes(topo), {}) if mode == "deterministic" else planned_routes(topo, flows)
+        every = {**routes, **{(s, d, p): r for (s, d), by_port in split.items() for p, r in by_port.items()}}
+        return RoutingPlan(mode, route_rules(topo, every), routes, hash,
+                           host_routes=host_routes(topo, routes, split),
+                           host_rules=host_rules(topo) if split else {},
+                           flows=[list(f) for f in flows] if mode == "planned" else [], port_routes=split)
     if mode in ("ecmp", "pinned"):
         seeds = {s.dpid: seed(s.dpid) if hash == "per-switch" else 0 for s in topo.switches.values()}
         return RoutingPlan(mode, ecmp_rules(topo, pinned=mode == "pinned"), None, hash, seeds, host_routes(topo),

@@ -50,6 +50,26 @@ def test_the_emulation_hashes_as_the_model_and_delivers_the_models_goodput(tmp_p
     assert 0.8 <= (d / s) / (d_model / s_model) <= 1.3, got      # the gain is the model's, on this draw
 
 
+def test_planned_connections_of_a_pair_take_both_ports_of_a_bonded_nic(tmp_path):
+    """Under planned paths a pair's connections leave by the ports in turn, each on its port's
+    planned route (the hosts' turn rules and the switches' rules agree with ``Placer``), so a bonded
+    NIC's second port carries half of them, as C4P spreads queue pairs."""
+    topo = HPN7(2, 2, 2, 2)
+    groups, pairs = CrossSegmentJob(topo, range(topo.servers), 2).flows(Draw(5, "round-robin"))
+    plan = routing.plan(topo, "planned", flows=[(s.host, d.host) for s, d in pairs])
+    assert len(plan.port_routes) == len(pairs)
+    with Emulation(topo, plan, tmp_path, mtu=MTU, log=lambda m: None) as emu:
+        seen = Observation(emu, tmp_path / "capture")
+        flows, _ = measure_flows(emu, pairs, duration=2, connections=groups, during=[seen])
+    assert all(f["error"] is None for f in flows), flows
+    conns = [c for group in groups for c in group]
+    paths = predict.captured_paths(topo, conns, seen.paths)
+    assert len(paths) == len(conns)
+    assert predict.paths_as_placed(Placer(topo, plan, "round-robin"), paths) == len(conns)
+    for group in groups:                                  # a pair's two connections: ports 0 and 1
+        assert sorted(paths[c][0][1] for c in group if paths[c][0][0] == c.src) == [0, 1], group
+
+
 # --- N-way select groups against the running Open vSwitch ------------------------------------------
 OVS_HASH_ALG_SYM_L4 = 1          # as controllers/path_installer.py installs them
 
