@@ -5,28 +5,28 @@ the switch queues and the controller's port events names each fault's kind and p
 scenario scores it and measures what each kind of fault costs the collective.
 
 Alibaba's C4 (arXiv 2406.04594) found faulty and slow components from the collective library's
-own timings, since collectives are periodic and every rank does the same work, and cut the time
-lost to errors by about 30%; ByteDance's MegaScale (NSDI 2024) put straggler detection into the
-same loop. A trial here: `--before` seconds of the collective as it runs, then the fault for
-`--fault-for` seconds (undone at its end), then the job settles. The detector runs as an
-operator's monitor (``fidelity.monitor``): windows of a second, on a grid from the job's start,
-each against the healthy windows before it; it is told nothing of the faults, neither what nor
-when. A trial's finding is the monitor's first incident after the injection; an incident with no
-fault (a fault-free trial, or before a trial's injection) is a false alarm. A fault's place is drawn
-among what the job uses (a link its connections cross, a switch on their paths, one of its ranks);
-a slow rank gets a CPU share below what it used in the window before (a share above that would
-not slow it); a hung rank is stopped (SIGSTOP) and continued.
+own timings, since collectives are periodic and every rank does the same work; ByteDance's
+MegaScale (NSDI 2024) put straggler detection into the same loop. A trial: `--before` seconds of
+the collective, then the fault for `--fault-for` seconds (undone at its end), then the job settles.
+The detector runs as an operator's monitor (``fidelity.monitor``): windows of a second, on a grid
+from the job's start, each against the healthy windows before it; it is told nothing of the
+faults, neither what nor when. A trial's finding is the monitor's first incident after the
+injection; an incident with no fault (a fault-free trial, or before a trial's injection) is a false
+alarm. A fault's place is drawn among what the job uses (a link its connections cross, a switch on
+their paths, one of its ranks), its magnitude across where detection stops (SLOW_LINK_RATE,
+SLOW_RANK_SHARE of the CPU the rank used in the window before, hangs from HANG_LEAST s); a hung
+rank is stopped (SIGSTOP) and continued.
 
-Scored: the confusion table (injected kind against found kind), the share located correctly (kind
-and place) with its 95% Wilson interval, fault-free trials with an alarm with theirs, false alarms
-per hour of monitoring without a fault, the time from injection to the alarm that named the
-fault, and, per kind, the collective's bus bandwidth during the fault against the same trial's
-window before it (paired, mean and 95% interval). With --react, the controller routes around a
-link the monitor names slow as soon as it does, as C4P moves elephant flows, and the bandwidth
-regained is reported.
+Scored: the confusion table, the share located (kind and place) with its 95% Wilson interval, over
+all faults and over the strong ones (a link at half its rate or less, a rank at 0.7 of its CPU or
+less, every other kind), per C4 class precision, recall and F1, the detectability by magnitude,
+fault-free trials with an alarm, false alarms per hour, the time to the alarm that named the
+fault, and per kind the collective's bus bandwidth during the fault over the window before it.
+With --react, the controller routes around a link the monitor names slow as soon as it does, as
+C4P moves elephant flows, and the bandwidth regained is reported.
 """
 import random
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from scenarios.common import add_seed_argument, at_least, fabric, names, seed_of
 from testbed.api import (
@@ -53,9 +53,10 @@ HELP = "random faults (slow or cut links, switches and NIC ports down, slow or h
 FABRICS = ("bigraph:2,8", "leafspine:4,4,4", "hpn7:2,2,2,2")
 KINDS = ("slow-link", "link-down", "flap", "switch-down", "port-down", "slow-rank", "hang-rank")
 DESIGNS = ("tor", "plane", "routing")
-CLAIMS = (Claim("the detector names most faults, kind and place", "located (kind and place)", at_least=0.8),
-          Claim("it raises few false alarms on fault-free trials", "fault-free trials with an alarm",
-                at_most=0.25))
+SLOW_LINK_RATE, SLOW_RANK_SHARE, HANG_LEAST = (0.3, 0.95), (0.4, 0.9), 0.5
+HOW = {"slow-link": (*SLOW_LINK_RATE, 2), "flap": (0.5, 1.5, 1), "loss": (0.01, 0.05, 3)}   # low, high, digits
+CLAIMS = (Claim("the detector names most strong faults, kind and place", "located, strong faults", at_least=0.8),
+          Claim("it raises few false alarms on fault-free trials", "fault-free trials with an alarm", at_most=0.25))
 SMOKE = ("--topology", "bigraph:2,8", "--trials", "2", "--fault-free", "1", "--kinds", "slow-link,link-down",
          "--designs", "none", "--before", "2", "--fault-for", "3")
 
@@ -74,24 +75,24 @@ def add_arguments(parser):
                         help="the kinds random faults are drawn from, comma-separated (default: all; port-down only "
                              "where NICs have two ports; loss where the kernel has netem)")
     parser.add_argument("--inject", action="append", default=None, metavar="FAULT",
-                        help="KIND:WHERE[:HOW][@WHEN]: this fault in a trial of its own on every fabric, in place of "
-                             "random ones (e.g. slow-link:U0-L1:0.25, hang-rank:3, flap:leaf0-spine1:0.5, "
-                             "slow-rank:2:0.01); WHEN (seconds, or 5it: after 5 iterations) is counted from the "
-                             "trial's start and defaults to --before; repeatable")
+                        help="KIND:WHERE[:HOW][@WHEN]: this fault in a trial of its own on every fabric, not random "
+                             "ones (e.g. slow-link:U0-L1:0.25, hang-rank:3, slow-rank:2:0.01); WHEN (seconds, or 5it: "
+                             "after 5 iterations) from the trial's start, by default --before; repeatable")
     parser.add_argument("--algorithm", default="ring", help="the allreduce the job runs (default %(default)s)")
     parser.add_argument("--bytes", type=int, default=256 << 10, help="allreduce message size (default %(default)s)")
     parser.add_argument("--before", type=float, default=3.0,
                         help="seconds of the job before each fault, the detector's baseline (default %(default)s)")
     parser.add_argument("--fault-for", type=float, default=5.0, help="seconds each fault lasts (default %(default)s)")
-    parser.add_argument("--hang-for", type=float, default=2.0,
-                        help="seconds a hung rank stays stopped, within --fault-for (default %(default)s)")
+    parser.add_argument("--hang-for", type=float, default=None,
+                        help="the longest a hung rank stays stopped, s, within --fault-for: a drawn hang lasts "
+                             f"{HANG_LEAST:g} s to it, an --inject one all of it (default 5, or --fault-for if less)")
     parser.add_argument("--stall-limit", type=float, default=20.0,
                         help="seconds a rank waits for data before the job gives up (default %(default)s)")
     parser.add_argument("--designs", default=",".join(DESIGNS),
-                        help="what a fabric's design does about a fault, each a paired comparison with the same "
-                             "faults in both forms: tor (a NIC link cut: dual-ToR against single-ToR), plane (an "
-                             "aggregation switch down: dual against single plane), routing (a fabric link slowed: "
-                             "deterministic routes against ECMP); comma-separated, or none (default: all)")
+                        help="what a fabric's design does about a fault, paired, the same faults in both forms: tor "
+                             "(a NIC link cut: dual- against single-ToR), plane (an aggregation switch down: dual "
+                             "against single plane), routing (a fabric link slowed: deterministic against ECMP); "
+                             "comma-separated, or none (default: all)")
     parser.add_argument("--design-trials", type=int, default=3,
                         help="paired trials per design comparison (default %(default)s)")
     parser.add_argument("--react", action="store_true",
@@ -100,10 +101,10 @@ def add_arguments(parser):
 
 
 @dataclass(frozen=True)
-class Trial:
+class Trial:        # fault: api.Fault, or None (fault-free); share_of_use: a slow rank's, of what it used
     number: int
-    fault: object        # api.Fault, or None (fault-free); a slow rank's share is set when run
-    share_of_use: float = 0.0   # slow-rank: the CPU share as a fraction of what the rank used before
+    fault: object
+    share_of_use: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -151,8 +152,9 @@ def prepare(args):
     at_least(args.design_trials, 2, "--design-trials", " (an interval needs two)")
     at_least(args.before, 1, "--before", " s")
     at_least(args.fault_for, 1, "--fault-for", " s")
-    if not 0.2 <= args.hang_for <= args.fault_for:
-        raise TestbedError(f"--hang-for must be between 0.2 s and --fault-for ({args.fault_for:g} s); "
+    args.hang_for = min(5.0, args.fault_for) if args.hang_for is None else args.hang_for
+    if not HANG_LEAST <= args.hang_for <= args.fault_for:
+        raise TestbedError(f"--hang-for must be between {HANG_LEAST:g} s and --fault-for ({args.fault_for:g} s); "
                            f"got {args.hang_for:g}")
     if args.stall_limit < args.fault_for + 5:
         raise TestbedError("--stall-limit must outlast a fault by 5 s or more: "
@@ -160,8 +162,8 @@ def prepare(args):
     kinds = kinds_of(args.kinds)
     designs = [] if args.designs == "none" else names(args.designs, "--designs", DESIGNS)
     seed = seed_of(args)
-    given = [Fault.parse(text, lasting=args.fault_for) for text in args.inject or []]
-    given = [replace(f, lasting=args.hang_for) if f.kind == "hang-rank" else f for f in given]
+    given = [Fault.parse(text, lasting=args.hang_for if text.startswith("hang-rank") else args.fault_for)
+             for text in args.inject or []]
     rng, runs = random.Random(seed), []
     for topo in topos:
         ranks = check_job(topo, args)
@@ -195,10 +197,11 @@ def draw_trials(topo, kinds, args, rng):
     start = rng.randrange(len(mine))
     chosen = [mine[(start + i) % len(mine)] for i in range(args.trials)] + [None] * args.fault_free
     rng.shuffle(chosen)
-    return tuple(Trial(t, None if kind is None else
-                       Fault(kind, "", fault_how(kind, rng), 0.0,
-                             args.hang_for if kind == "hang-rank" else args.fault_for),
-                       rng.uniform(0.25, 0.6) if kind == "slow-rank" else 0.0)
+    def fault(kind):
+        low, high, digits = HOW.get(kind, (0, 0, 0))
+        lasting = round(rng.uniform(HANG_LEAST, args.hang_for), 1) if kind == "hang-rank" else args.fault_for
+        return Fault(kind, "", round(rng.uniform(low, high), digits), 0.0, lasting)
+    return tuple(Trial(t, kind and fault(kind), round(rng.uniform(*SLOW_RANK_SHARE), 2) if kind == "slow-rank" else 0)
                  for t, kind in enumerate(chosen))
 
 
@@ -239,11 +242,6 @@ def design_runs(name, topos, args, rng):
                                                       for t, a in enumerate(aggs)), name)]
 
 
-def fault_how(kind, rng):
-    return {"slow-link": round(rng.uniform(0.15, 0.4), 2), "flap": round(rng.uniform(0.5, 1.5), 1),
-            "loss": round(rng.uniform(0.01, 0.05), 3)}.get(kind, 0.0)
-
-
 # --- a fabric, and the run ---------------------------------------------------------------------
 def run_one(experiment, plan, k, run, keep):
     """Every trial of a run on one emulation (``experiments.watched``). The forms of a design share
@@ -266,12 +264,14 @@ def run_one(experiment, plan, k, run, keep):
 def run(plan, experiment):
     located = [t for run in plan.runs if run.design is None for t in run.trials]
     faulty = sum(t.fault is not None for t in located)
-    designs = list(dict.fromkeys(run.design for run in plan.runs if run.design))
+    designs = {d: tuple(run.label for run in plan.runs if run.design == d)
+               for d in dict.fromkeys(run.design for run in plan.runs if run.design)}
     experiment.header(
         f"# {NAME}: {sum(run.design is None for run in plan.runs)} fabric(s), {faulty} faulty and "
         f"{len(located) - faulty} fault-free trials; design comparisons: {', '.join(designs) or 'none'} "
         f"(seed {plan.seed}); {plan.algorithm} allreduce of {plan.size} bytes on every host, back to back; "
-        f"{plan.before:g} s before each fault, {plan.fault_for:g} s of fault (a hang {plan.hang_for:g} s)")
+        f"{plan.before:g} s before each fault, {plan.fault_for:g} s of fault, hangs {HANG_LEAST:g}-{plan.hang_for:g} s,"
+        f" links slowed to {SLOW_LINK_RATE} of their rate, ranks to {SLOW_RANK_SHARE} of their CPU")
     experiment.about.update(seed=plan.seed, runs=[f"{r.label} {r.topo.name}" for r in plan.runs])
     for k, run in enumerate(plan.runs):
         experiment.say(f"\n## {run.design + ': ' + run.label + ', ' if run.design else ''}{run.topo.describe()}, "
@@ -280,8 +280,6 @@ def run(plan, experiment):
                 lambda row: experiment.row(row, fault_scores.trial_line(row), csv="fault_localisation.csv",
                                            omit=("events", "alarms")))
     rows = experiment.rows
-    designs = {d: tuple(run.label for run in plan.runs if run.design == d)
-               for d in dict.fromkeys(run.design for run in plan.runs if run.design)}
     located = [r for r in rows if r["design"] is None]
     lines = (fault_scores.summary_lines(located, KINDS + ("loss",), FOUND_KINDS)
              + fault_scores.design_lines(designs, rows))
@@ -295,4 +293,7 @@ def run(plan, experiment):
     experiment.say("\nsummary:", *[f"  {line}" for line in lines])
     experiment.figure("located.png", figures.intervals, fault_scores.located_by_kind(located, KINDS + ("loss",)),
                       xlabel="share located (kind and place), 95% Wilson interval", reference=None,
+                      fabric=", ".join(dict.fromkeys(r["fabric"] for r in rows)))
+    experiment.figure("detectability.png", figures.intervals, fault_scores.detectability(located),
+                      xlabel="share located by magnitude (kind and place), 95% Wilson interval", reference=0.5,
                       fabric=", ".join(dict.fromkeys(r["fabric"] for r in rows)))

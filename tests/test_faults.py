@@ -103,7 +103,11 @@ def test_trials_cycle_through_the_kinds_each_fabric_has():
     kinds = lambda trials: [t.fault.kind for t in trials if t.fault]
     assert "port-down" not in kinds(bigraph) and len(set(kinds(bigraph))) == 6 and len(set(kinds(hpn))) == 7
     assert sum(t.fault is None for t in bigraph + hpn) == 6
-    assert all(t.fault.lasting == (2.0 if t.fault.kind == "hang-rank" else 5.0) for t in bigraph + hpn if t.fault)
+    assert all(t.fault.lasting == 5.0 for t in bigraph + hpn if t.fault and t.fault.kind != "hang-rank")
+    # magnitudes across where detection stops: hangs 0.5 s to --hang-for, links 0.3-0.95, ranks 0.4-0.9
+    assert all(0.5 <= t.fault.lasting <= 2.0 for t in bigraph + hpn if t.fault and t.fault.kind == "hang-rank")
+    assert all(0.3 <= t.fault.how <= 0.95 for t in bigraph + hpn if t.fault and t.fault.kind == "slow-link")
+    assert all(0.4 <= t.share_of_use <= 0.9 for t in bigraph + hpn if t.fault and t.fault.kind == "slow-rank")
 
 
 def test_a_design_comparison_puts_the_same_fault_in_both_forms():
@@ -151,6 +155,24 @@ def test_precision_recall_and_f1_per_c4_class_count_wrong_and_false_alarms_again
     (p, *_), (r, *_), f = scores["overall"]
     assert (p, r) == (1 / 3, 1 / 3) and f == pytest.approx(1 / 3)
     assert any(line.startswith("  comm slow") for line in fault_scores.class_lines(rows))
+
+
+def test_the_detectability_curve_bins_faults_by_magnitude_and_strong_ones_are_scored_apart():
+    row = lambda kind, correct, **m: {"injected": kind, "correct": correct, "how": None, "share_of_use": None,
+                                      "lasting_s": None, **m}
+    rows = [row("slow-link", True, how=0.35), row("slow-link", True, how=0.45), row("slow-link", False, how=0.9),
+            row("slow-rank", False, share_of_use=0.85), row("slow-rank", True, share_of_use=0.5),
+            row("hang-rank", True, lasting_s=4.0), row("link-down", True)]
+    curve = {label: share for label, share, *_ in fault_scores.detectability(rows)}
+    assert curve == {"slow-link 0.3-0.5 of its rate (n=2)": 1.0, "slow-link 0.85-1 of its rate (n=1)": 0.0,
+                     "slow-rank 0.4-0.55 of its CPU (n=1)": 1.0, "slow-rank 0.8-1 of its CPU (n=1)": 0.0,
+                     "hang-rank >= 3 s stopped (n=1)": 1.0}
+    assert [fault_scores.strong(r) for r in rows] == [True, True, False, False, True, True, True]
+    assert all(r["correct"] for r in rows if fault_scores.strong(r))       # the weak two missed, 5 of 5
+    assert any(line.endswith("below half") for line in fault_scores.detectability_lines(rows))
+    # an injected slow rank gives its share outright: no magnitude on the scale, counted as strong
+    assert fault_scores.strong(row("slow-rank", True, how=0.01)) and not fault_scores.detectability(
+        [row("slow-rank", True, how=0.01)])
 
 
 def test_a_flapping_link_always_ends_up():

@@ -167,7 +167,7 @@ BAD = [  # (options, what the one line must say); every scenario's options, buil
     (["fault_localisation", "--trials", "0", "--fault-free", "0", "--designs", "none"], "no trials"),
     (["fault_localisation", "--designs", "bogus"], "--designs: unknown bogus"),
     (["fault_localisation", "--stall-limit", "6"], "--stall-limit must outlast a fault by 5 s or more"),
-    (["fault_localisation", "--hang-for", "9"], "--hang-for must be between 0.2 s and --fault-for"),
+    (["fault_localisation", "--hang-for", "9"], "--hang-for must be between 0.5 s and --fault-for"),
     (["fault_localisation", "--topology", "bigraph:2,7"], "BiGraph needs an even switch count"),
     (["load_balancing", "--schemes", "magic"], "--schemes: unknown magic"),
     (["load_balancing", "--stream-counts", "1,32"], "at most 16 connections per peer"),

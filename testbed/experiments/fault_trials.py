@@ -144,6 +144,7 @@ def run_trial(emu, watch, trial, topo, links, rng, *, before, fault_for, react=F
                  round(watch.busbw(settled, undone) / 1e6, 4)}
     return {"fabric": topo.name, "trial": trial.number, "injected": fault.kind if fault else "none",
             "where": fault.where if fault else "", "how": fault.how if fault else None,
+            "lasting_s": fault.lasting if fault else None,
             "share_of_use": trial.share_of_use or None, "expected": expected[0],
             "found": found.kind, "found_where": found.where, "confidence": round(found.confidence, 3),
             "correct": correct, "kind_correct": found.kind == expected[0],

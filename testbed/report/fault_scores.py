@@ -14,6 +14,13 @@ CLASSES = {"slow-link": "comm slow", "link-down": "comm hung", "flap": "comm hun
            "port-down": "comm hung", "slow-rank": "compute slow", "hang-rank": "compute hung"}
 FOUND_CLASSES = {"link-slow": "comm slow", "link-down": "comm hung", "switch-down": "comm hung",
                  "rank-slow": "compute slow", "rank-hung": "compute hung"}
+# A fault's magnitude, by kind: a slowed link's fraction of its rate, a slowed rank's of the CPU it
+# used, a hang's seconds; the bins of the detectability curve; and what counts as strong (a link at
+# half its rate or less, a rank at 0.7 of its CPU or less: >= 30% slower where it computes).
+MAGNITUDE = {"slow-link": ("how", "of its rate", ((0.3, 0.5), (0.5, 0.7), (0.7, 0.85), (0.85, 1.0))),
+             "slow-rank": ("share_of_use", "of its CPU", ((0.4, 0.55), (0.55, 0.7), (0.7, 0.8), (0.8, 1.0))),
+             "hang-rank": ("lasting_s", "s stopped", ((0.5, 1.5), (1.5, 3.0), (3.0, 60.0)))}
+STRONG = {"slow-link": 0.5, "slow-rank": 0.7}
 # what the production detectors publish, named as theirs (none of them can be rerun)
 PUBLISHED = ("Minder (NSDI 2025): precision 0.904, F1 0.893, 3.6 s to react on average",
              "Greyhound/Falcon (ATC 2025): > 99% of fail-slows detected (alarm on a >= 10% shift)",
@@ -51,6 +58,43 @@ def class_lines(rows):
     for c, (p, r, f) in class_scores(rows).items():
         lines.append(f"  {c:13s} precision {said(p):18s} recall {said(r):18s} F1 {'-' if f is None else f'{f:.2f}'}")
     return lines
+
+
+def magnitude(row):
+    """A faulty row's magnitude on its kind's scale (MAGNITUDE), or None (a kind without one, or an
+    injected slow rank given its CPU share outright)."""
+    field = MAGNITUDE.get(row["injected"], (None,))[0]
+    return row.get(field) if field else None
+
+
+def strong(row):
+    """A fault the done-means asks to be found: any kind without a magnitude, a hang, a link at half
+    its rate or less, a rank at 0.7 of its CPU or less."""
+    m, bound = magnitude(row), STRONG.get(row["injected"])
+    return m is None or bound is None or m <= bound
+
+
+def detectability(rows):
+    """[(label, share located, Wilson low, high)] per kind with a magnitude and per bin of it that
+    has trials: the located share against magnitude (the detectability curve)."""
+    out = []
+    for kind, (_, unit, bins) in MAGNITUDE.items():
+        for low, high in bins:
+            mine = [r for r in rows if r["injected"] == kind and low <= (magnitude(r) or -1) < high]
+            if mine:
+                said = f"{low:g}-{high:g}" if high < 60 else f">= {low:g}"
+                located = sum(r["correct"] for r in mine)
+                out.append((f"{kind} {said} {unit} (n={len(mine)})", *wilson(located, len(mine))))
+    return out
+
+
+def detectability_lines(rows):
+    """The detectability curve as text: per kind and bin, located of trials, and where it falls below
+    half."""
+    lines = ["detectability: located (kind and place) by magnitude [95% interval]:"]
+    for label, share, lo, hi in detectability(rows):
+        lines.append(f"  {label:40s} {share:.0%} [{lo:.0%}, {hi:.0%}]" + ("  below half" if share < 0.5 else ""))
+    return lines if len(lines) > 1 else []
 
 
 def share_line(what, k, n):
@@ -94,10 +138,14 @@ def summary_lines(rows, kinds, found_kinds):
     free = [r for r in rows if r["injected"] == "none"]
     lines = ["confusion (trials):"] + confusion_lines(rows, kinds, found_kinds)
     lines.append(share_line("located correctly (kind and place)", sum(r["correct"] for r in faulty), len(faulty)))
+    hard = [r for r in faulty if strong(r)]
+    lines.append(share_line("located, strong faults (links at <= 0.5 of their rate, ranks at <= 0.7 of their CPU, "
+                            "every other kind)", sum(r["correct"] for r in hard), len(hard)))
     lines.append(share_line("kind right", sum(r["kind_correct"] for r in faulty), len(faulty)))
     lines.append(share_line("fault-free trials with an alarm", sum(r["found"] != "none" for r in free), len(free)))
     lines.append(false_alarm_line(rows))
     lines += class_lines(rows)
+    lines += detectability_lines(faulty)
     lines.append("time from injection to the alarm that named it, per kind: median s (range, trials), median "
                  "iterations of the job before the fault:")
     for kind in kinds:
@@ -161,7 +209,9 @@ def headline(rows):
     faulty = [r for r in rows if r["injected"] != "none"]
     free = [r for r in rows if r["injected"] == "none"]
     healthy = sum(r["healthy_s"] for r in rows)
+    hard = [r for r in faulty if strong(r)]
     return {"located (kind and place)": wilson(sum(r["correct"] for r in faulty), len(faulty))[0],
+            "located, strong faults": wilson(sum(r["correct"] for r in hard), len(hard))[0],
             "fault-free trials with an alarm": wilson(sum(r["found"] != "none" for r in free), len(free))[0],
             "F1": class_scores(rows).get("overall", (None, None, None))[2],
             "false alarms per hour": round(sum(r["false_alarms"] for r in rows) / healthy * 3600, 2) if healthy
