@@ -45,7 +45,7 @@ from testbed.api import (
 )
 from testbed.experiments import FOUND_KINDS, fault_scores, figures, netem_available
 from testbed.experiments.claims import Claim
-from testbed.experiments.fault_trials import job_links, run_trial
+from testbed.experiments.fault_trials import job_fabric_links, job_links, run_trial
 from testbed.experiments.job_trials import run_watched
 
 NAME = "fault_localisation"
@@ -174,7 +174,7 @@ def prepare(args):
         if trials:
             runs.append(Run(topo.spec, topo, "ecmp", trials))
     for name in designs:
-        runs += design_runs(name, topos, args, rng)
+        runs += design_runs(name, topos, args, rng, seed)
     for run in runs[len(topos):]:
         check_job(run.topo, args)
     if not runs:
@@ -205,41 +205,37 @@ def draw_trials(topo, kinds, args, rng):
                  for t, kind in enumerate(chosen))
 
 
-def design_runs(name, topos, args, rng):
-    """The two forms of a design comparison, each with the same faults in the same trials:
+def design_runs(name, topos, args, rng, seed):
+    """The two forms of a design comparison, the same kind of fault in the same trials, each where
+    that form's job goes (its links and switches as routes and hashing put its connections):
     tor: a NIC's link to its ToR cut, dual-ToR against single-ToR (one plane each);
-    plane: an aggregation switch down, dual plane against single plane (dual-ToR each);
-    routing: a fabric link slowed, deterministic routes against ECMP on the Clos."""
-    kw = dict(rate=args.rate, queue=args.queue)
-    n = args.design_trials
-    if name == "routing":
-        clos = next((t for t in topos if isinstance(t, LeafSpine)), None) or LeafSpine(4, 4, 4, **kw)
-        links = clos.fabric_links()
-        chosen = [rng.choice(links) for _ in range(n)]
-        how = [round(rng.uniform(0.15, 0.4), 2) for _ in range(n)]
-        trials = tuple(Trial(t, Fault("slow-link", f"{clos.label(link.a)}-{clos.label(link.b)}", how[t], 0.0,
-                                       args.fault_for)) for t, link in enumerate(chosen))
-        return [Run("deterministic", clos, "deterministic", trials, name), Run("ecmp", clos, "ecmp", trials, name)]
+    plane: an aggregation switch the job crosses down, dual plane against single plane (dual-ToR);
+    routing: a fabric link the job crosses slowed (the same magnitude), deterministic against ECMP."""
+    kw, n, count = dict(rate=args.rate, queue=args.queue), args.design_trials, args.bytes // ELEMENT_BYTES
     base = next((t for t in topos if isinstance(t, HPN7)), None) or HPN7(2, 2, 2, 2, **kw)
     size = (base.segments, base.servers, base.rails, base.aggs)
+    clos = next((t for t in topos if isinstance(t, LeafSpine)), None) or LeafSpine(4, 4, 4, **kw)
+    forms = {"routing": [("deterministic", clos, "deterministic"), ("ecmp", clos, "ecmp")],
+             "tor": [("dual-ToR", HPN7(*size, planes=1, tors=2, **kw), "ecmp"),
+                     ("single-ToR", HPN7(*size, planes=1, tors=1, **kw), "ecmp")],
+             "plane": [("dual-plane", HPN7(*size, planes=2, tors=2, **kw), "ecmp"),
+                       ("single-plane", HPN7(*size, planes=1, tors=2, **kw), "ecmp")]}[name]
+    draw = lambda topo: Draw(seed + DESIGNS.index(name) + 100, "round-robin" if topo.multi_port else "hash")
+    used = [job_fabric_links(topo, mode, args.algorithm, count, draw(topo)) for _, topo, mode in forms]
     if name == "tor":
-        dual, single = HPN7(*size, planes=1, tors=2, **kw), HPN7(*size, planes=1, tors=1, **kw)
-        hosts = [rng.choice(sorted(dual.hosts)) for _ in range(n)]
-        ports = [rng.randrange(2) for _ in range(n)]
+        hosts, ports = [rng.choice(sorted(base.hosts)) for _ in range(n)], [rng.randrange(2) for _ in range(n)]
+        single = forms[1][1]
         only = lambda h: single.label(single.attachment(single.hosts[h].ports[0])[0])
-        port_down = [Fault("port-down", f"{h}:{p}", 0, 0.0, args.fault_for) for h, p in zip(hosts, ports)]
-        link_down = [Fault("link-down", f"{h}-{only(h)}", 0, 0.0, args.fault_for) for h in hosts]
-        return [Run("dual-ToR", dual, "ecmp", tuple(Trial(t, f) for t, f in enumerate(port_down)), name),
-                Run("single-ToR", single, "ecmp", tuple(Trial(t, f) for t, f in enumerate(link_down)), name)]
-    dual, single = HPN7(*size, planes=2, tors=2, **kw), HPN7(*size, planes=1, tors=2, **kw)
-    aggs = [rng.randrange(base.aggs) for _ in range(n)]
-    planes = [rng.randrange(2) for _ in range(n)]
-    return [Run("dual-plane", dual, "ecmp", tuple(Trial(t, Fault("switch-down", f"agg.p{p}.a{a}", 0, 0.0,
-                                                                   args.fault_for))
-                                              for t, (a, p) in enumerate(zip(aggs, planes))), name),
-            Run("single-plane", single, "ecmp", tuple(Trial(t, Fault("switch-down", f"agg.a{a}", 0, 0.0,
-                                                                      args.fault_for))
-                                                      for t, a in enumerate(aggs)), name)]
+        faults = [[Fault("port-down", f"{h}:{p}", 0, 0.0, args.fault_for) for h, p in zip(hosts, ports)],
+                  [Fault("link-down", f"{h}-{only(h)}", 0, 0.0, args.fault_for) for h in hosts]]
+    elif name == "plane":
+        aggs = [sorted({end for link in links for end in link.split("-") if end.startswith("agg")}) for links in used]
+        faults = [[Fault("switch-down", rng.choice(mine), 0, 0.0, args.fault_for) for _ in range(n)] for mine in aggs]
+    else:
+        how = [round(rng.uniform(0.15, 0.4), 2) for _ in range(n)]      # a slow link that hurts, in both
+        faults = [[Fault("slow-link", rng.choice(mine), h, 0.0, args.fault_for) for h in how] for mine in used]
+    return [Run(label, topo, mode, tuple(Trial(t, f) for t, f in enumerate(mine)), name)
+            for (label, topo, mode), mine in zip(forms, faults)]
 
 
 # --- a fabric, and the run ---------------------------------------------------------------------

@@ -6,6 +6,9 @@ place), its false alarms before it, with the collective's bus bandwidth before a
 fault. ``fault_localisation`` runs its trials on it."""
 import time
 
+from testbed import routing
+from testbed.collectives.connections import rank_connections, step_transfers
+from testbed.collectives.placements import place
 from testbed.emulation import faults
 from testbed.emulation.cpu import process_seconds
 from testbed.emulation.events import Timeline
@@ -26,6 +29,20 @@ def job_links(topo, emu, watch, draw):
     conns = watch.connections()
     return sorted({topo.link_at(node, port) for c in conns for node, port in placer.path(c)},
                   key=lambda link: (link.a, link.a_port, link.b, link.b_port))
+
+
+def job_fabric_links(topo, mode, algorithm, count, draw, port=7000):
+    """The switch-to-switch links ("A-B", by label) the job's data crosses under routing `mode`, as
+    the routes and hashing put its connections (`draw`, the port the watched job listens on),
+    known before the fabric is built: where a design comparison slows or cuts, so that each form
+    is hit where its job goes."""
+    schedule, hosts = place(algorithm, topo)
+    conns = rank_connections(schedule, hosts, [port] * len(hosts), 1, draw)
+    placer = Placer(topo, routing.plan(topo, mode), draw.bond)
+    data = {c for _, moved in step_transfers(schedule, conns, count) for c in moved}
+    links = {topo.link_at(node, p) for c in data for node, p in placer.path(c)}
+    return sorted(f"{topo.label(link.a)}-{topo.label(link.b)}" for link in links
+                  if link.a in topo.switches and link.b in topo.switches)
 
 
 def place_fault(fault, topo, links, rng, ranks):

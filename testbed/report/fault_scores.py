@@ -4,7 +4,7 @@ time to the alarm that named the fault (seconds and iterations), the false alarm
 cost the collective, and what rerouting regained; the published detectors' figures beside them."""
 import statistics
 
-from testbed.report.paired import Comparison, figure, interval, wilson
+from testbed.report.paired import Comparison, figure, resampled, wilson
 
 # C4's classes (Alibaba's C4, Dong et al.): a fault is in the communication or not, and it slows
 # the job or stops it. A link, port or switch that stops carrying is communication, hung (until the
@@ -116,9 +116,10 @@ def confusion_lines(rows, kinds, found_kinds):
 
 def cost_line(rows, kind):
     """The collective's busbw during the fault over the same trial's window before: the mean of the
-    trials' ratios and its 95% interval (fabrics differ in busbw, so ratios, not MB/s, are pooled)."""
+    trials' ratios and its 95% percentile bootstrap interval, inside the trials' range (fabrics differ
+    in busbw, so ratios, not MB/s, are pooled)."""
     ratios = [r["during_over_before"] for r in rows if r["injected"] == kind and r["during_over_before"] is not None]
-    e = interval(ratios)
+    e = resampled(ratios)
     said = figure(e, 2) + (f" over {e.n} trials" if e.n != 1 else " (1 trial: no interval)")
     return f"  {kind:12s} during/before {said}" + (f" (range {min(ratios):.2f}-{max(ratios):.2f})" if ratios else "")
 
@@ -155,7 +156,8 @@ def summary_lines(rows, kinds, found_kinds):
         if times:
             lines.append(f"  {kind:12s} {statistics.median(times):5.2f} ({times[0]:.2f}-{times[-1]:.2f}, {len(times)})"
                          + (f"  {statistics.median(iterations):5.1f} iterations" if iterations else ""))
-    lines.append("cost: busbw during the fault over the trial's window before it, per kind (mean [95% interval]):")
+    lines.append("cost: busbw during the fault over the trial's window before it, per kind (mean [95% bootstrap "
+                 "interval]):")
     for kind in kinds:
         if any(r["injected"] == kind for r in faulty):
             lines.append(cost_line(rows, kind))
@@ -187,7 +189,7 @@ def design_lines(designs, rows):
         fault = next(r["injected"] for r in rows if r["design"] == design)
         compared = Comparison(f"{design}: busbw during a {fault} over before", labels,
                               [(value.get((t, labels[0])), value.get((t, labels[1]))) for t in trials], 2,
-                              by="difference")
+                              by="difference", bounded=True)
         lines.append(compared.line())
     return (["what the design does about it (during/before, mean [95% interval]):"] +
             [f"  {line}" for line in lines]) if lines else []

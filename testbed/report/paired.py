@@ -48,6 +48,20 @@ def interval(values, confidence=CONFIDENCE):
     return Estimate(mean, mean - half, mean + half, n)
 
 
+def resampled(values, confidence=CONFIDENCE, seed=0):
+    """The mean of values and its percentile bootstrap interval: it stays inside the values' range,
+    so a figure bounded below (a share, a ratio of bandwidths) never reads below its bound, where a
+    Student-t interval on three skewed trials does; with few trials it is too narrow, not too wide."""
+    values = [float(v) for v in values if v is not None and math.isfinite(v)]
+    n = len(values)
+    if n < 2:
+        return interval(values)
+    from scipy import stats
+    found = stats.bootstrap((values,), lambda x, axis=-1: x.mean(axis=axis), confidence_level=confidence,
+                            method="percentile", n_resamples=9999, random_state=seed).confidence_interval
+    return Estimate(sum(values) / n, float(found.low), float(found.high), n)
+
+
 BY = ("ratio", "difference")
 
 
@@ -73,12 +87,15 @@ def trial_order(forms, trial):
 @dataclass
 class Comparison:
     """One figure compared over paired trials: pairs[t] = (form a's value, form b's value). by:
-    'ratio' (the gain is b / a - 1) or 'difference' (b - a, for a figure that can be zero)."""
+    'ratio' (the gain is b / a - 1) or 'difference' (b - a, for a figure that can be zero);
+    bounded: each form's figure is bounded below (a share, a ratio of bandwidths), so its interval is
+    the bootstrap's (``resampled``), inside what the trials measured."""
     name: str
     labels: tuple          # (form a, form b), as a person names them
     pairs: list
     digits: int = 2
     by: str = "ratio"
+    bounded: bool = False
 
     def __post_init__(self):
         if self.by not in BY:
@@ -86,11 +103,11 @@ class Comparison:
 
     @property
     def a(self):
-        return interval([a for a, _ in self.pairs])
+        return (resampled if self.bounded else interval)([a for a, _ in self.pairs])
 
     @property
     def b(self):
-        return interval([b for _, b in self.pairs])
+        return (resampled if self.bounded else interval)([b for _, b in self.pairs])
 
     @property
     def gain(self):
