@@ -294,3 +294,13 @@ def test_a_fault_s_cost_interval_stays_inside_what_the_trials_measured():
     line = fault_scores.design_lines({"routing": ("deterministic", "ecmp")}, design)[1]
     forms = line.split(";")[0]
     assert "[-" not in forms, forms              # each form's figure inside what it measured
+
+
+def test_a_reaction_is_timed_from_the_fault_and_from_the_alarm_with_greyhound_s_figure_beside():
+    base = dict(injected="slow-link", found="link-slow", correct=True, kind_correct=True, during_over_before=0.4,
+                false_alarms=0, healthy_s=10.0, busbw_before_MBps=1.0)
+    rows = [dict(base, detect_s=1.0, react_s=1.25, busbw_until_react_MBps=0.3, busbw_after_react_MBps=0.9),
+            dict(base, detect_s=2.0, react_s=2.25, busbw_until_react_MBps=0.4, busbw_after_react_MBps=0.8)]
+    text = "\n".join(fault_scores.summary_lines(rows, fl.KINDS, FOUND_KINDS))
+    assert "fault to alarm median 1.50 s, alarm to reroute median 0.25 s (2 trial(s)" in text
+    assert "1.58x throughput recovered" in text and "after it, of the window before the fault: 0.90, 0.80" in text

@@ -21,6 +21,7 @@ MAGNITUDE = {"slow-link": ("how", "of its rate", ((0.3, 0.5), (0.5, 0.7), (0.7, 
              "slow-rank": ("share_of_use", "of its CPU", ((0.4, 0.55), (0.55, 0.7), (0.7, 0.8), (0.8, 1.0))),
              "hang-rank": ("lasting_s", "s stopped", ((0.5, 1.5), (1.5, 3.0), (3.0, 60.0)))}
 STRONG = {"slow-link": 0.5, "slow-rank": 0.7}
+GREYHOUND_RECOVERY = "Greyhound/Falcon (ATC 2025): 1.58x throughput recovered on 256 GPUs with injected stragglers"
 # what the production detectors publish, named as theirs (none of them can be rerun)
 PUBLISHED = ("Minder (NSDI 2025): precision 0.904, F1 0.893, 3.6 s to react on average",
              "Greyhound/Falcon (ATC 2025): > 99% of fail-slows detected (alarm on a >= 10% shift)",
@@ -173,6 +174,13 @@ def summary_lines(rows, kinds, found_kinds):
             lines.append(f"  {regained.line()}")
             shares = [r["busbw_after_react_MBps"] / r["busbw_before_MBps"] for r in reacted if r["busbw_before_MBps"]]
             lines.append("  after it, of the window before the fault: " + ", ".join(f"{s:.2f}" for s in shares))
+            timed = [r for r in reacted if r["detect_s"] is not None and r["react_s"] is not None]
+            if timed:
+                alarm = statistics.median(r["detect_s"] for r in timed)
+                reroute = statistics.median(r["react_s"] - r["detect_s"] for r in timed)
+                lines.append(f"  fault to alarm median {alarm:.2f} s, alarm to reroute median {reroute:.2f} s "
+                             f"({len(timed)} trial(s) whose alarm named the slowed link)")
+            lines.append(f"  {GREYHOUND_RECOVERY} (theirs, beside the regained ratio above)")
     lines.append("published, on production jobs (theirs, not rerun here):")
     lines += [f"  {p}" for p in PUBLISHED]
     return lines
