@@ -152,13 +152,13 @@ def run_trial(emu, watch, trial, topo, links, rng, *, before, fault_for, react=F
     correct = (found.kind, found_place(found)) == expected
     detect = shown.at - inject if fault and correct else None
     b, d = watch.busbw(start, inject), watch.busbw(inject, undone)
-    react = {}
+    reaction = {}
     if react:
         settled = reacted + REACT_SETTLE_S if reacted is not None else None
-        react = {"react_s": None if reacted is None else round(reacted - inject, 2),
-                 "busbw_until_react_MBps": None if reacted is None else round(watch.busbw(inject, reacted) / 1e6, 4),
-                 "busbw_after_react_MBps": None if settled is None or settled >= undone else
-                 round(watch.busbw(settled, undone) / 1e6, 4)}
+        reaction = {"react_s": None if reacted is None else round(reacted - inject, 2),
+                    "busbw_until_react_MBps": None if reacted is None else round(watch.busbw(inject, reacted) / 1e6, 4),
+                    "busbw_after_react_MBps": None if settled is None or settled >= undone else
+                    round(watch.busbw(settled, undone) / 1e6, 4)}
     return {"fabric": topo.name, "trial": trial.number, "injected": fault.kind if fault else "none",
             "where": fault.where if fault else "", "how": fault.how if fault else None,
             "lasting_s": fault.lasting if fault else None,
@@ -177,7 +177,7 @@ def run_trial(emu, watch, trial, topo, links, rng, *, before, fault_for, react=F
             "event_error": timeline.error, "job_error": watch.error,
             "emulator_bottleneck": cpu_before.result()["emulator_bottleneck"] or
             cpu_during.result()["emulator_bottleneck"],
-            "busiest_core": max(cpu_before.result()["busiest_core"], cpu_during.result()["busiest_core"]), **react}
+            "busiest_core": max(cpu_before.result()["busiest_core"], cpu_during.result()["busiest_core"]), **reaction}
 
 
 def drainable(topo, finding):
