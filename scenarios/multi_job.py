@@ -250,6 +250,7 @@ def run(plan, experiment):
                       *[f"#   {job.name}: {job.parallelism.describe()}, hosts {', '.join(job.hosts[:4])}"
                         f"{' ...' if len(job.hosts) > 4 else ''}; GPU intensity {plan.intensity[k]:.2f}"
                         f"{' (highest: priority and first choice of paths)' if k == plan.order[0] else ''}"
+                        f"{'; ' + job.split_note(plan.topo) if job.split_groups(plan.topo) else ''}"
                         for k, job in enumerate(plan.jobs)])
     experiment.about.update(seed=plan.seed, jobs=[job.name for job in plan.jobs], order=plan.order,
                             intensity=plan.intensity)

@@ -260,3 +260,24 @@ def test_simai_is_found_with_the_checkout_its_ratio_tables_are_read_from(tmp_pat
     assert simai_binary(tmp_path / "SimAI") == (built, tmp_path / "SimAI")
     with pytest.raises(TestbedError, match="no SimAI_analytical there"):
         simai_binary(tmp_path)
+
+
+def test_a_file_whose_tp_does_not_divide_a_server_is_refused_and_a_split_group_is_said():
+    gpt = workload.read(DATA / "gpt13b_tp4_16.txt")                  # tp 4
+    narrow = BiGraph(2, 8)                                           # servers of 2 accelerators
+    job = Job("gpt", gpt, gpt.groups(), tuple(place_jobs(narrow, [16])[0]))
+    with pytest.raises(TestbedError, match=r"tensor parallel 4 does not divide .*servers of 2 accelerators: use"):
+        job.check(narrow)
+    wide = BiGraph(4, 4)                                             # servers of 4
+    packed = tuple(place_jobs(wide, [16])[0])
+    Job("gpt", gpt, gpt.groups(), packed).check(wide)
+    assert Job("gpt", gpt, gpt.groups(), packed).split_note(wide) == ""
+    shifted = packed[2:] + packed[:2]                                # every TP group straddles two servers
+    job = Job("gpt", gpt, gpt.groups(), shifted)
+    job.check(wide)                                                  # allowed ...
+    assert len(job.split_groups(wide)) == 4
+    assert job.split_note(wide).startswith("4 of 4 tensor-parallel groups span servers")    # ... and said
+    # servers whose accelerators share one host (single-nic-hd): a server's width is its ranks there
+    single = BiGraph(1, 4)
+    shared = tuple(h for h in sorted(single.hosts) for _ in range(4))
+    assert Job("gpt", gpt, gpt.groups(), shared).server_width(single) == 4

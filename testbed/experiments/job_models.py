@@ -283,6 +283,8 @@ def group_lines(row):
                          f"({row[f'{kind}_share']:.0%} of the iteration)  fabric "
                          f"{row[f'{kind}_fabric_bytes'] / 1e6:9.2f} MB  inside servers "
                          f"{row[f'{kind}_scaleup_bytes'] / 1e6:9.2f} MB")
+    if row.get("split_note"):
+        lines.append(f"  {'':22s} note: {row['split_note']}")
     if row.get("bubble_s"):
         share = row["bubble_s"] / row["iteration_s"]
         lines.append(f"  {'':22s} pipeline bubble {row['bubble_s'] * 1e3:.1f} ms ({share:.0%} of the iteration; "

@@ -31,6 +31,7 @@ a rank of several groups and of several jobs.
 import contextlib
 import threading
 import time
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -143,6 +144,26 @@ class Job:
         """Whether a phase's collective runs: it has one, of some bytes, in groups of two or more."""
         return bool(phase.collective and phase.size and self.parallelism.size(group_kind(name, phase.group)) > 1)
 
+    def server_width(self, topo):
+        """Accelerators per server: a server's hosts, or the job's ranks on it where several ranks
+        share one host (servers whose accelerators share a NIC); 1 where hosts are not grouped."""
+        ranks = Counter(server_of(topo, h) for h in self.hosts)
+        hosts = Counter(host.server for host in topo.hosts.values())
+        return max(max(hosts[s], n) for s, n in ranks.items())
+
+    def split_groups(self, topo):
+        """The tensor-parallel groups (their ranks) whose hosts sit in more than one server: allowed,
+        as a user's placement may want it, but their collectives cross the fabric."""
+        return [ranks for ranks in self.parallelism.groups("TP") if self.parallelism.tp > 1 and
+                len({server_of(topo, self.hosts[r]) for r in ranks}) > 1]
+
+    def split_note(self, topo):
+        """'' or a sentence saying how many tensor-parallel groups the placement splits."""
+        split = self.split_groups(topo)
+        return (f"{len(split)} of {len(self.parallelism.groups('TP'))} tensor-parallel groups span servers "
+                f"(ranks {', '.join(str(r) for r in split[0])} first): their collectives cross the fabric"
+                if split else "")
+
     def check(self, topo):
         """Refuse, in one line, a job its fabric or its family cannot run."""
         missing = [h for h in self.hosts if h not in topo.hosts]
@@ -152,6 +173,11 @@ class Job:
             raise TestbedError(f"job {self.name}: {len(self.hosts)} hosts for {self.parallelism.gpus} ranks")
         if self.family not in FAMILIES:
             raise TestbedError(f"job {self.name}: family {self.family!r}: use one of {', '.join(FAMILIES)}")
+        width, tp = self.server_width(topo), self.parallelism.tp
+        if tp > 1 and width > 1 and width % tp:
+            raise TestbedError(f"job {self.name}: tensor parallel {tp} does not divide {topo.name}'s servers of "
+                               f"{width} accelerators: use a workload file whose tp divides {width}, or a fabric "
+                               f"whose servers hold a multiple of {tp}")
         phases, _ = self.phases()
         if not phases:
             raise TestbedError(f"job {self.name}: no collective of {self.workload.path} runs in a group of 2 or more "
@@ -401,6 +427,9 @@ def run_jobs(emu, jobs, iterations, warmup=1, draws=None, folder=None, offsets=N
         if errors:
             raise AllreduceError(errors[0])
         rows = [summary(job, its, cpu.result(), run.wrong) for job, its, run in zip(jobs, done, runs)]
+        for row, job in zip(rows, jobs):
+            if job.split_groups(emu.topo):
+                row["split_note"] = job.split_note(emu.topo)
         if capture is not None:
             paths = connection_paths(capture.packets)
             ip = {h.name: h.ports[0].ip for h in emu.topo.hosts.values()}
