@@ -1,13 +1,12 @@
 """Faults located from what an operator sees: a collective runs back to back on each fabric while
 random faults, one per trial, slow or cut a link, take a switch or a bonded NIC's port down, or
 slow or stop a rank; a detector (``fidelity.diagnosis``) that reads only the ranks' step timings,
-the switch queues and the controller's port events names each fault's kind and place; the
-scenario scores it and measures what each kind of fault costs the collective.
+the switch ports' queues and counters and the controller's port events names each fault's kind
+and place; the scenario scores it and measures what each kind of fault costs the collective.
 
 Alibaba's C4 (arXiv 2406.04594) found faulty and slow components from the collective library's
-own timings, since collectives are periodic and every rank does the same work; ByteDance's
-MegaScale (NSDI 2024) put straggler detection into the same loop. A trial: `--before` seconds of
-the collective, then the fault for `--fault-for` seconds (undone at its end), then the job settles.
+own timings (collectives are periodic; every rank does the same work). A trial: `--before` s of
+the collective, then the fault for `--fault-for` s (undone at its end), then the job settles.
 The detector runs as an operator's monitor (``fidelity.monitor``): windows of a second, on a grid
 from the job's start, each against the healthy windows before it; it is told nothing of the
 faults, neither what nor when. A trial's finding is the monitor's first incident after the
@@ -15,15 +14,15 @@ injection; an incident with no fault (a fault-free trial, or before a trial's in
 alarm. A fault's place is drawn among what the job uses (a link its connections cross, a switch on
 their paths, one of its ranks), its magnitude across where detection stops (SLOW_LINK_RATE,
 SLOW_RANK_SHARE of the CPU the rank used in the window before, hangs from HANG_LEAST s); a hung
-rank is stopped (SIGSTOP) and continued.
+rank is stopped (SIGSTOP) and continued. With --drift, a fault-free stretch per fabric has a
+second job's traffic starting and stopping on the fabric: false alarms under drift.
 
 Scored: the confusion table, the share located (kind and place) with its 95% Wilson interval, over
-all faults and over the strong ones (a link at half its rate or less, a rank at 0.7 of its CPU or
-less, every other kind), per C4 class precision, recall and F1, the detectability by magnitude,
-fault-free trials with an alarm, false alarms per hour, the time to the alarm that named the
-fault, and per kind the collective's bus bandwidth during the fault over the window before it.
-With --react, the controller routes around a link the monitor names slow as soon as it does, as
-C4P moves elephant flows, and the bandwidth regained is reported.
+all faults and the strong ones, per C4 class precision, recall and F1, the detectability by
+magnitude, false alarms per hour and per 10 windows, the time to the alarm that named the fault,
+and per kind the collective's bus bandwidth during the fault over before it. With --react, the
+controller routes around a link the monitor names slow as soon as it does, as C4P moves elephant
+flows, and the bandwidth regained is reported.
 """
 import random
 from dataclasses import dataclass
@@ -45,7 +44,7 @@ from testbed.api import (
 )
 from testbed.experiments import FOUND_KINDS, fault_scores, figures, netem_available
 from testbed.experiments.claims import Claim
-from testbed.experiments.fault_trials import job_fabric_links, job_links, run_trial
+from testbed.experiments.fault_trials import held_out, job_fabric_links, job_links, run_trial
 from testbed.experiments.job_trials import run_watched
 
 NAME = "fault_localisation"
@@ -69,8 +68,7 @@ def add_arguments(parser):
                         help="egress FIFO limit per link end, packets (default %(default)s)")
     parser.add_argument("--mtu", type=int, default=DEFAULT_MTU, help="MTU of every link (default %(default)s)")
     parser.add_argument("--trials", type=int, default=7, help="faulty trials per fabric (default %(default)s)")
-    parser.add_argument("--fault-free", type=int, default=4,
-                        help="fault-free trials per fabric, for false alarms (default %(default)s)")
+    parser.add_argument("--fault-free", type=int, default=4, help="fault-free trials per fabric (default %(default)s)")
     parser.add_argument("--kinds", default=",".join(KINDS),
                         help="the kinds random faults are drawn from, comma-separated (default: all; port-down only "
                              "where NICs have two ports; loss where the kernel has netem)")
@@ -95,6 +93,8 @@ def add_arguments(parser):
                              "comma-separated, or none (default: all)")
     parser.add_argument("--design-trials", type=int, default=3,
                         help="paired trials per design comparison (default %(default)s)")
+    parser.add_argument("--drift", type=float, default=0, help="a fault-free stretch of this many seconds per fabric "
+                        "with a second job's traffic starting and stopping: false alarms under drift (default 0)")
     parser.add_argument("--react", action="store_true",
                         help="route around a link as soon as the detector names it slow, and report what that regains")
     add_seed_argument(parser, "the faults' draws")
@@ -105,6 +105,7 @@ class Trial:        # fault: api.Fault, or None (fault-free); share_of_use: a sl
     number: int
     fault: object
     share_of_use: float = 0.0
+    drift: float = 0.0     # seconds fault-free with a second job's traffic starting and stopping
 
 
 @dataclass(frozen=True)
@@ -152,6 +153,8 @@ def prepare(args):
     at_least(args.design_trials, 2, "--design-trials", " (an interval needs two)")
     at_least(args.before, 1, "--before", " s")
     at_least(args.fault_for, 1, "--fault-for", " s")
+    if args.drift and not 60 <= args.drift <= 3600:
+        raise TestbedError(f"--drift must be 0 or 60 to 3600 s, for a second job to come and go (got {args.drift:g})")
     args.hang_for = min(5.0, args.fault_for) if args.hang_for is None else args.hang_for
     if not HANG_LEAST <= args.hang_for <= args.fault_for:
         raise TestbedError(f"--hang-for must be between {HANG_LEAST:g} s and --fault-for ({args.fault_for:g} s); "
@@ -171,6 +174,7 @@ def prepare(args):
             fault.check(topo, ranks)
         trials = tuple(Trial(t, fault) for t, fault in enumerate(given)) if given else \
             draw_trials(topo, kinds, args, rng)
+        trials += (Trial(len(trials), None, drift=args.drift),) if args.drift else ()
         if trials:
             runs.append(Run(topo.spec, topo, "ecmp", trials))
     for name in designs:
@@ -265,7 +269,7 @@ def run(plan, experiment):
     experiment.header(
         f"# {NAME}: {sum(run.design is None for run in plan.runs)} fabric(s), {faulty} faulty and "
         f"{len(located) - faulty} fault-free trials; design comparisons: {', '.join(designs) or 'none'} "
-        f"(seed {plan.seed}); {plan.algorithm} allreduce of {plan.size} bytes on every host, back to back; "
+        f"(seed {plan.seed}, {held_out(plan.seed)}); {plan.algorithm} allreduce of {plan.size} B on every host; "
         f"{plan.before:g} s before each fault, {plan.fault_for:g} s of fault, hangs {HANG_LEAST:g}-{plan.hang_for:g} s,"
         f" links slowed to {SLOW_LINK_RATE} of their rate, ranks to {SLOW_RANK_SHARE} of their CPU")
     experiment.about.update(seed=plan.seed, runs=[f"{r.label} {r.topo.name}" for r in plan.runs])

@@ -5,6 +5,7 @@ from testbed.fidelity.diagnosis import Window, diagnose
 from testbed.topology import LeafSpine
 
 TOPO = LeafSpine(2, 2, 2)       # leaf0 (tb1), leaf1 (tb2), spine0 (tb3), spine1 (tb4); h0 h1 | h2 h3
+RATE = TOPO.links[0].bytes_per_s
 
 
 def ring_timing(ranks=4, steps=6, wire=0.01, cpu=0.0005, slow=None, slow_s=0.0, hang=None, hang_s=0.0):
@@ -29,7 +30,12 @@ def window(timing=None, queues=None, events=()):
 
 
 def quiet_queues(ports=("tb1-eth3", "tb1-eth4", "tb3-eth2", "tb4-eth2")):
-    return {p: [(0.01 * i, 1, 9000, 0) for i in range(50)] for p in ports}
+    return {p: [(0.01 * i, 1, 9000, 0, 0.01 * i * RATE) for i in range(50)] for p in ports}
+
+
+def backed_up(share):
+    """A port holding 40 packets for 0.5 s while it sends at `share` of its link's rate."""
+    return [(0.01 * i, 40, 360000, 0, 0.01 * i * RATE * share) for i in range(50)]
 
 
 def test_a_window_like_the_one_before_is_no_fault():
@@ -49,14 +55,25 @@ def test_a_port_down_is_a_link_down_and_every_port_of_a_switch_is_the_switch():
 
 def test_a_queue_that_grew_is_a_slow_link_at_its_port():
     queues = quiet_queues()
-    queues["tb1-eth3"] = [(0.01 * i, 40, 360000, 0) for i in range(50)]     # leaf0 -> spine0 backs up
+    queues["tb1-eth3"] = backed_up(0.4)                                      # leaf0 -> spine0 backs up
     found = diagnose(TOPO, window(queues=quiet_queues()), window(queues=queues))
     assert (found.kind, found.where) == ("link-slow", "leaf0-spine0") and found.confidence > 0.9
+    assert "sending 0.40 of the link's rate" in found.evidence
+
+
+def test_a_queue_that_grew_on_a_link_sending_at_its_rate_is_congestion_not_a_fault():
+    """Two flows hashed onto one link, or a second job's: the queue grows but the port sends at its
+    link's rate. Just below the line, it is a slow link."""
+    queues = quiet_queues()
+    queues["tb1-eth3"] = backed_up(0.98)
+    assert diagnose(TOPO, window(queues=quiet_queues()), window(queues=queues)).kind == "none"
+    queues["tb1-eth3"] = backed_up(0.85)
+    assert diagnose(TOPO, window(queues=quiet_queues()), window(queues=queues)).kind == "link-slow"
 
 
 def test_a_queue_that_was_already_there_is_not_a_fault():
     busy = quiet_queues()
-    busy["tb1-eth3"] = [(0.01 * i, 40, 360000, 0) for i in range(50)]      # an ECMP collision, before and after
+    busy["tb1-eth3"] = backed_up(0.5)                                        # a slow link, before and after
     assert diagnose(TOPO, window(queues=busy), window(queues=busy)).kind == "none"
 
 
@@ -98,7 +115,7 @@ def test_a_watchs_window_holds_the_iterations_that_ended_in_it_and_its_samples_a
     watch.iterations = [{"start": 0.0, "end": 1.0, "timing": "a", "wrong": 0},
                         {"start": 1.0, "end": 2.5, "timing": "b", "wrong": 1},      # straddles 2.0
                         {"start": 2.5, "end": 3.0, "timing": "c", "wrong": 0}]
-    watch.queues = SimpleNamespace(samples={"tb1-eth3": [(1000.0 + 0.5 * i, i, 0, 0) for i in range(8)]})
+    watch.queues = SimpleNamespace(samples={"tb1-eth3": [(1000.0 + 0.5 * i, i, 0, 0, 0) for i in range(8)]})
     watch.log_path = tmp_path / "controller.log"
     watch.log_path.write_text("port tb1:3 down at 1002.200: 1 links down\nport tb1:3 up at 1003.900: 0 links down\n")
     before, after = watch.window(0.0, 2.0), watch.window(2.0, 3.0)

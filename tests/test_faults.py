@@ -156,6 +156,23 @@ def test_the_score_has_a_confusion_table_and_wilson_intervals():
     assert "slow-link    during/before 0.60 [" in "\n".join(lines)
 
 
+def test_false_alarms_under_drift_are_counted_per_10_windows_apart():
+    """A drift stretch (a second job coming and going) is fault-free monitoring: its incidents count
+    with the others per hour and per 10 windows, and on a line of their own, named by kind."""
+    alarm = lambda kind, new: {"kind": kind, "new": new}
+    rows = [dict(injected="none", found="none", correct=True, kind_correct=True, detect_s=None, alarms=[],
+                 during_over_before=1.0, false_alarms=0, healthy_s=10.0, healthy_windows=10, second_job_s=None),
+            dict(injected="none", found="rank-slow", correct=False, kind_correct=False, detect_s=None,
+                 alarms=[alarm("rank-slow", True), alarm("rank-slow", False), alarm("link-slow", True)],
+                 during_over_before=0.9, false_alarms=2, healthy_s=600.0, healthy_windows=600, second_job_s=240.0)]
+    lines = fault_scores.summary_lines(rows, fl.KINDS, FOUND_KINDS)
+    assert "false alarms (incidents): 2 in 10.2 min of monitoring without a fault = 11.8 per hour, 0.03 per 10 " \
+           "windows" in lines
+    assert "with a second job starting and stopping (4.0 of 10.0 min on): 2 false alarms in 600 windows = 0.03 " \
+           "per 10 windows (link-slow, rank-slow)" in lines
+    assert fault_scores.drift_line(rows[:1]) == ""
+
+
 def test_precision_recall_and_f1_per_c4_class_count_wrong_and_false_alarms_against_the_named_class():
     row = lambda injected, found, correct: dict(injected=injected, found=found, correct=correct)
     rows = [row("slow-link", "link-slow", True), row("slow-link", "none", False),
@@ -207,7 +224,7 @@ def test_the_monitor_is_told_nothing_and_alarms_on_its_own_cadence():
     link = next(lk for lk in topo.links if lk.a in topo.switches and lk.b in topo.switches)
     port = interface(link.a, link.a_port)
     times = [k * 0.02 for k in range(1500)]
-    samples = [(t, 20 if 10 <= t < 20 else 0, 0, 0) for t in times]
+    samples = [(t, 20 if 10 <= t < 20 else 0, 0, 0, 0) for t in times]     # sending nothing: slow
 
     def window_of(start, end):
         return Window([], {port: [s for s in samples if start <= s[0] < end]}, [])
@@ -257,7 +274,7 @@ def test_a_standing_shift_is_one_incident_and_becomes_the_new_normal():
     link = next(lk for lk in topo.links if lk.a in topo.switches and lk.b in topo.switches)
     port = interface(link.a, link.a_port)
     level = lambda t: 0 if t < 10 else 20 if t < 40 else 80
-    samples = [(k * 0.02, level(k * 0.02), 0, 0) for k in range(3000)]
+    samples = [(k * 0.02, level(k * 0.02), 0, 0, 0) for k in range(3000)]
     monitor = Monitor(topo, lambda a, b: Window([], {port: [x for x in samples if a <= x[0] < b]}, []), 0.0)
     monitor.poll(60.0)
     first = [a for a in monitor.alarms if a.at <= 40]

@@ -107,7 +107,7 @@ class Flows:
     verdict: str
     links: list[dict] = field(repr=False)
     row: dict = field(default_factory=dict, repr=False)      # every figure, flat, for a CSV row
-    queue_samples: dict = field(default_factory=dict, repr=False)   # {port: [(time, packets, bytes, drops)]}
+    queue_samples: dict = field(default_factory=dict, repr=False)   # {port: [(time, packets, bytes, drops, sent)]}
 
 
 @dataclass(frozen=True)

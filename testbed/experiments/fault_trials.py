@@ -4,6 +4,8 @@ switch on their paths, one of its ranks) and undone after its time, the job sett
 first alarm of the operator's monitor after the injection against what was injected (kind and
 place), its false alarms before it, with the collective's bus bandwidth before and during the
 fault. ``fault_localisation`` runs its trials on it."""
+import contextlib
+import threading
 import time
 
 from testbed import routing
@@ -13,7 +15,8 @@ from testbed.emulation import faults
 from testbed.emulation.cpu import process_seconds
 from testbed.emulation.events import Timeline
 from testbed.errors import TestbedError
-from testbed.fidelity.diagnosis import Finding
+from testbed.fidelity.diagnosis import TUNED_ON_SEEDS, Finding
+from testbed.probes.flows import measure_flows
 from testbed.routing.hashing import Placer
 
 # what the detector should call each injected kind
@@ -21,6 +24,13 @@ EXPECTED = {"slow-link": "link-slow", "link-down": "link-down", "flap": "link-do
             "switch-down": "switch-down", "slow-rank": "rank-slow", "hang-rank": "rank-hung", "loss": "link-slow"}
 STEP_S = 0.25            # how often a trial looks at the monitor's alarms while the fault lasts
 REACT_SETTLE_S = 0.5     # after rerouting, the flows' queues drain before the bandwidth counts
+
+
+def held_out(seed):
+    """Whether a run's draws (its seed) are held out from those the detector was set on, in words."""
+    tuned = ", ".join(map(str, TUNED_ON_SEEDS))
+    return ("NOT held out: the detector's thresholds were set on this seed's run" if seed in TUNED_ON_SEEDS else
+            f"held out: the detector's thresholds were set on other draws (seeds {tuned})")
 
 
 def job_links(topo, emu, watch, draw):
@@ -100,6 +110,39 @@ def found_place(finding):
     return frozenset((finding.where,)) if finding.where else frozenset()
 
 
+class SecondJob:
+    """A second job's traffic on the fabric, starting and stopping on its own: TCP flows between
+    `pairs` pairs of random hosts for ON_S seconds, then none for OFF_S, drawn from rng, until
+    `until` (monotonic s); ``bursts`` keeps when each ran. A confounder: it slows the watched job
+    and queues links at their full rate, and is no fault."""
+    ON_S, OFF_S = (5, 20), (5, 20)
+
+    def __init__(self, emu, topo, rng, until, pairs=2):
+        self.emu, self.hosts, self.rng, self.until, self.pairs = emu, sorted(topo.hosts), rng, until, pairs
+        self.topo, self.bursts, self._stop = topo, [], threading.Event()
+
+    def __enter__(self):
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+        return self
+
+    def _run(self):
+        while not self._stop.wait(self.rng.uniform(*self.OFF_S)):
+            seconds = self.rng.randint(*self.ON_S)
+            if time.monotonic() + seconds + 5 > self.until:
+                return
+            chosen = self.rng.sample(self.hosts, 2 * self.pairs)
+            pairs = [(self.topo.hosts[a].ports[0], self.topo.hosts[b].ports[0])
+                     for a, b in zip(chosen[::2], chosen[1::2])]
+            start = time.monotonic()
+            measure_flows(self.emu.emulation, pairs, seconds, omit=0)
+            self.bursts.append((start, time.monotonic()))
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+
+
 def run_trial(emu, watch, trial, topo, links, rng, *, before, fault_for, react=False, stall_limit=20.0):
     """One trial on a running watch (trial: its number, its fault or None, and for a slow rank the
     CPU share as a fraction of its use): `before` seconds of the job, the fault for `fault_for`
@@ -108,14 +151,17 @@ def run_trial(emu, watch, trial, topo, links, rng, *, before, fault_for, react=F
     whole run and is told nothing of the fault; the trial's finding is the first alarm raised after
     the injection until the job has settled, its false alarms the incidents raised before the
     injection (in a fault-free trial, all of them; an alarm standing on from the trial before is no
-    new incident, but it is the finding of a fault-free trial)."""
+    new incident, but it is the finding of a fault-free trial). A trial with `drift` seconds is a
+    fault-free one that long, with a second job's traffic starting and stopping (``SecondJob``)."""
     monitor = watch.monitor
     watch.wait(watch.started + monitor.cadence * (monitor.healthy.maxlen + 1))   # its baseline filled first
     fault = trial.fault and place_fault(trial.fault, topo, links, rng, len(watch.comm.hosts))
     pids, start = watch.rank_pids, watch.now()
     used = [process_seconds(pid) for pid in pids]
-    with emu.cpu_monitor() as cpu_before:
-        watch.wait(start + (fault.at if fault and fault.at else before))
+    drift = getattr(trial, "drift", 0.0)
+    second = SecondJob(emu, topo, rng, start + drift) if drift else contextlib.nullcontext()
+    with emu.cpu_monitor() as cpu_before, second:
+        watch.wait(start + (fault.at if fault and fault.at else drift or before))
         if fault and fault.iteration:
             first = len(watch.iterations)
             while len(watch.iterations) < first + fault.iteration and watch.alive():
@@ -167,6 +213,8 @@ def run_trial(emu, watch, trial, topo, links, rng, *, before, fault_for, react=F
             "correct": correct, "kind_correct": found.kind == expected[0],
             "detect_s": None if detect is None else round(detect, 2),
             "false_alarms": sum(a.new for a in false), "healthy_s": round((inject if fault else end) - start, 2),
+            "healthy_windows": round(((inject if fault else end) - start) / monitor.cadence),
+            "second_job_s": round(sum(b - a for a, b in second.bursts), 1) if drift else None,
             "alarms": [dict(a.to_dict(), at=round(a.at - watch.started, 3)) for a in monitor.between(start, end)],
             "busbw_before_MBps": round(b / 1e6, 4), "busbw_during_MBps": round(d / 1e6, 4),
             "during_over_before": round(d / b, 3) if b else None, "iterations": len(watch.ran(start, watch.now())),

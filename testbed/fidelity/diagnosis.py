@@ -9,9 +9,12 @@ with a window before it (a fault-free trial's, or the job's own first iterations
 - link-down, switch-down: the controller saw a port go down (all of a switch's ports: the switch);
   two downs of one link in the window: it flaps (still link-down, at that link).
 - link-slow: a switch port whose queue grew (mean packets after less before at least QUEUE_GROWTH,
-  and QUEUE_RATIO times before): the link it feeds runs below what its traffic offers. (A host's own
-  egress is not an operator's to sample; the switch port facing it is, and fills for traffic into a
-  slowed host link.)
+  and QUEUE_RATIO times before) and which, while it held a queue, sent at less than DRAIN_SLOW of
+  its link's rate (its counters: bytes sent over the time it was backlogged, BUSY_LEAST_S of it at
+  least): the link runs below its rate. A queue drained at the link's rate is congestion (two flows
+  hashed onto one link, a second job's traffic), not a fault, and names nothing; without enough
+  backlogged time to tell, the queue alone decides. (A host's own egress is not an operator's to
+  sample; the switch port facing it is, and fills for traffic into a slowed host link.)
 - rank-hung, rank-slow: from each rank's own delay in each step, the part of the step's time that
   nothing outside the rank explains: from the later of its previous step's end, its sender's
   handing over the step's message and, where its send waited for a clear-to-send, its receiver's
@@ -34,11 +37,16 @@ import statistics
 from dataclasses import dataclass
 
 QUEUE_GROWTH, QUEUE_RATIO = 5.0, 3.0      # packets, times
+DRAIN_SLOW, BUSY_LEAST_S = 0.9, 0.1        # of the link's rate; seconds backlogged
 HANG_S, HANG_RATIO = 1.0, 3.0
 RANK_RATIO, RANK_FLOOR_S, RANK_SHIFT = 3.0, 0.002, 0.10
 JOB_SHIFT = 0.10          # how much longer the job's iterations must be for a slow rank
 SPIKE_TIMES, SPIKE_FLOOR_S, SPIKE_GROWTH_S = 2.0, 0.005, 0.001
 KINDS = ("none", "link-slow", "link-down", "switch-down", "rank-slow", "rank-hung")
+# The fault_localisation seeds whose runs the thresholds and rules above were set on (DRAIN_SLOW
+# also on runs of a probe of its own: healthy congested ports sent 0.96-1.10 of their rate, slowed
+# ones their fraction +-0.05). A run on another seed is scored on draws the detector was not set on.
+TUNED_ON_SEEDS = (379417,)
 
 
 @dataclass(frozen=True)
@@ -58,7 +66,7 @@ class Finding:
 class Window:
     """What was measured over a span, on the monotonic clock: timing = [per iteration: [per rank:
     {"start", "steps": [[sent, end, from, to, rendezvous]]}]] (``programs.rank``); queues = {port: [(time,
-    packets, bytes, drops)]}; events = [(time, switch, port, up)]."""
+    packets, bytes, drops, bytes sent)]} (``probes.queues``); events = [(time, switch, port, up)]."""
     timing: list
     queues: dict
     events: list
@@ -93,7 +101,17 @@ def window_delays(timing):
 
 
 def _mean_packets(samples):
-    return statistics.mean(p for _, p, _, _ in samples) if samples else 0.0
+    return statistics.mean(s[1] for s in samples) if samples else 0.0
+
+
+def drain_share(samples, rate_bytes):
+    """What a port sent while it held a queue (a packet or more at two samples in a row), over its
+    link's rate; None where it was backlogged less than BUSY_LEAST_S."""
+    busy = sent = 0.0
+    for a, b in zip(samples, samples[1:]):
+        if a[1] >= 1 and b[1] >= 1 and b[0] > a[0]:
+            busy, sent = busy + b[0] - a[0], sent + b[4] - a[4]
+    return sent / busy / rate_bytes if busy >= BUSY_LEAST_S else None
 
 
 def port_finding(topo, before, after):
@@ -124,22 +142,28 @@ def port_finding(topo, before, after):
 
 
 def queue_finding(topo, before, after):
-    """link-slow at the port whose queue grew most, or None."""
+    """link-slow at the port whose queue grew most among those that drained below their link's
+    rate, or None."""
     growth = []
     for port, samples in after.queues.items():
         now, then = _mean_packets(samples), _mean_packets(before.queues.get(port, []))
         if now - then >= QUEUE_GROWTH and now >= QUEUE_RATIO * max(then, 0.5):
-            growth.append((now - then, port, now, then, samples))
+            node, number = port.rsplit("-eth", 1)
+            link = topo.link_at(node, int(number))
+            share = drain_share(samples, link.bytes_per_s) if link else None
+            if share is None or share < DRAIN_SLOW:
+                growth.append((now - then, port, link, now, then, share, samples))
     if not growth:
         return None
-    growth.sort(reverse=True)
-    top, port, now, then, samples = growth[0]
+    growth.sort(key=lambda g: g[0], reverse=True)
+    top, port, link, now, then, share, samples = growth[0]
     second = growth[1][0] if len(growth) > 1 else 0.0
     node, number = port.rsplit("-eth", 1)
-    link = topo.link_at(node, int(number))
-    first = next((t for t, p, _, _ in samples if p >= QUEUE_GROWTH), None)
+    first = next((s[0] for s in samples if s[1] >= QUEUE_GROWTH), None)
+    drained = f", sending {share:.2f} of the link's rate while queued" if share is not None else ""
     return Finding("link-slow", link_label(topo, link) if link else port, 1 - second / top,
-                   f"the queue at {topo.label(node)}:{number} grew from {then:.1f} to {now:.1f} packets", first)
+                   f"the queue at {topo.label(node)}:{number} grew from {then:.1f} to {now:.1f} packets"
+                   f"{drained}", first)
 
 
 def rank_finding(before, after):

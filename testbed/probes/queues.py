@@ -9,8 +9,8 @@ from testbed.emulation import shaping
 
 class QueueSampler:
     """with QueueSampler(["tb1-eth3", ...]) as q: <traffic>; then q.samples[ifname]: [(wall time,
-    packets, bytes, drops since the start)], one every `interval` s (one netlink dump of every
-    qdisc per sample, however many interfaces)."""
+    packets, bytes, drops since the start, bytes sent since the start)], one every `interval` s (one
+    netlink dump of every qdisc per sample, however many interfaces)."""
 
     def __init__(self, ifnames, interval=0.002, netns=lambda ifname: None):
         """netns(ifname): a pid in the interface's namespace, None for the root namespace
@@ -29,7 +29,8 @@ class QueueSampler:
             while not self._done.wait(self.interval):
                 now, stats = time.time(), self._stats(sockets)
                 for name, s in stats.items():
-                    self.samples[name].append((now, s["qlen"], s["backlog"], s["drops"] - first[name]["drops"]))
+                    self.samples[name].append((now, s["qlen"], s["backlog"], s["drops"] - first[name]["drops"],
+                                               s["bytes"] - first[name]["bytes"]))
 
     def _stats(self, sockets):
         out = {}

@@ -130,8 +130,22 @@ def false_alarm_line(rows):
     monitoring without a fault (a faulty trial's before its injection)."""
     count = sum(r["false_alarms"] for r in rows)
     healthy = sum(r["healthy_s"] for r in rows)
-    rate = f" = {count / healthy * 3600:.1f} per hour" if healthy else ""
+    windows = sum(r.get("healthy_windows", 0) for r in rows)
+    rate = (f" = {count / healthy * 3600:.1f} per hour" if healthy else "") + \
+        (f", {10 * count / windows:.2f} per 10 windows" if windows else "")
     return f"false alarms (incidents): {count} in {healthy / 60:.1f} min of monitoring without a fault{rate}"
+
+
+def drift_line(rows):
+    """False alarms over the fault-free stretches with a second job starting and stopping, or ''."""
+    drift = [r for r in rows if r.get("second_job_s") is not None]
+    if not drift:
+        return ""
+    count, windows = sum(r["false_alarms"] for r in drift), sum(r["healthy_windows"] for r in drift)
+    kinds = sorted({a["kind"] for r in drift for a in r["alarms"] if a["new"]})
+    return (f"with a second job starting and stopping ({sum(r['second_job_s'] for r in drift) / 60:.1f} of "
+            f"{sum(r['healthy_s'] for r in drift) / 60:.1f} min on): {count} false alarms in {windows} windows = "
+            f"{10 * count / max(windows, 1):.2f} per 10 windows" + (f" ({', '.join(kinds)})" if kinds else ""))
 
 
 def summary_lines(rows, kinds, found_kinds):
@@ -146,6 +160,7 @@ def summary_lines(rows, kinds, found_kinds):
     lines.append(share_line("kind right", sum(r["kind_correct"] for r in faulty), len(faulty)))
     lines.append(share_line("fault-free trials with an alarm", sum(r["found"] != "none" for r in free), len(free)))
     lines.append(false_alarm_line(rows))
+    lines += [line for line in (drift_line(rows),) if line]
     lines += class_lines(rows)
     lines += detectability_lines(faulty)
     lines.append("time from injection to the alarm that named it, per kind: median s (range, trials), median "

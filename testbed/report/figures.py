@@ -129,7 +129,7 @@ def load_per_link(links, tiers, path, title=""):
 
 def queues_by_form(series, path, title=""):
     """Largest backlog over the sampled ports against time, one panel per workload, single against
-    dual plane. series: {(planes, workload): {port: [(time, packets, bytes, drops)]}}."""
+    dual plane. series: {(planes, workload): {port: [(time, packets, bytes, drops, sent)]}}."""
     plt = _pyplot()
     workloads = list(dict.fromkeys(w for _, w in series))
     fig, axes = plt.subplots(1, len(workloads), figsize=(6 * len(workloads), 4), squeeze=False)
@@ -141,7 +141,7 @@ def queues_by_form(series, path, title=""):
             times = sorted({t for samples in ports.values() for t, *_ in samples})
             t0, at = times[0] if times else 0, {}
             for samples in ports.values():
-                for t, _, size, _ in samples:
+                for t, _, size, *_ in samples:
                     at[t] = max(at.get(t, 0), size)
             ax.plot([t - t0 for t in times], [at[t] / 1e3 for t in times], color=colour, linewidth=0.8,
                     label=f"{'single' if planes == 1 else 'dual'} plane")
