@@ -95,6 +95,8 @@ def add_arguments(parser):
                         help="paired trials per design comparison (default %(default)s)")
     parser.add_argument("--drift", type=float, default=0, help="a fault-free stretch of this many seconds per fabric "
                         "with a second job's traffic starting and stopping: false alarms under drift (default 0)")
+    parser.add_argument("--second-job", action="store_true", help="a second job's traffic comes and goes during every "
+                        "trial, faulty or not: a confounder the faults are found through")
     parser.add_argument("--react", action="store_true",
                         help="route around a link as soon as the detector names it slow, and report what that regains")
     add_seed_argument(parser, "the faults' draws")
@@ -131,6 +133,7 @@ class Plan:
     stall_limit: float
     react: bool
     seed: int
+    second_job: bool = False
 
     @property
     def fabrics(self):
@@ -184,7 +187,7 @@ def prepare(args):
     if not runs:
         raise TestbedError("no trials: give --trials or --fault-free of 1 or more, --inject, or --designs")
     return Plan(runs, args.mtu, args.bytes, args.algorithm, args.before, args.fault_for, args.hang_for,
-                args.stall_limit, args.react, seed)
+                args.stall_limit, args.react, seed, args.second_job)
 
 
 def check_job(topo, args):
@@ -210,11 +213,8 @@ def draw_trials(topo, kinds, args, rng):
 
 
 def design_runs(name, topos, args, rng, seed):
-    """The two forms of a design comparison, the same kind of fault in the same trials, each where
-    that form's job goes (its links and switches as routes and hashing put its connections):
-    tor: a NIC's link to its ToR cut, dual-ToR against single-ToR (one plane each);
-    plane: an aggregation switch the job crosses down, dual plane against single plane (dual-ToR);
-    routing: a fabric link the job crosses slowed (the same magnitude), deterministic against ECMP."""
+    """The two forms of a design comparison (--designs), the same kind of fault in the same trials,
+    each where that form's job goes (its links and switches as routes and hashing put its connections)."""
     kw, n, count = dict(rate=args.rate, queue=args.queue), args.design_trials, args.bytes // ELEMENT_BYTES
     base = next((t for t in topos if isinstance(t, HPN7)), None) or HPN7(2, 2, 2, 2, **kw)
     size = (base.segments, base.servers, base.rails, base.aggs)
@@ -254,7 +254,7 @@ def run_one(experiment, plan, k, run, keep):
     return run_watched(experiment, topo, run.routing, Comm(schedule, tuple(hosts)), plan.size, run.trials,
                        lambda emu, watch, trial, links: run_trial(
                            emu, watch, trial, topo, links, rng, before=plan.before, fault_for=plan.fault_for,
-                           react=plan.react, stall_limit=plan.stall_limit),
+                           react=plan.react, stall_limit=plan.stall_limit, second_job=plan.second_job),
                        draw=Draw(draw_seed, bond), stall_limit=plan.stall_limit, mtu=plan.mtu,
                        folder=experiment.results.path / (f"{run.design}_{run.label}" if run.design else f"fabric{k}"),
                        on_row=lambda row: keep(dict(row, run=run.label, design=run.design)),

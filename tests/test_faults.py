@@ -161,10 +161,11 @@ def test_false_alarms_under_drift_are_counted_per_10_windows_apart():
     with the others per hour and per 10 windows, and on a line of their own, named by kind."""
     alarm = lambda kind, new: {"kind": kind, "new": new}
     rows = [dict(injected="none", found="none", correct=True, kind_correct=True, detect_s=None, alarms=[],
-                 during_over_before=1.0, false_alarms=0, healthy_s=10.0, healthy_windows=10, second_job_s=None),
+                 during_over_before=1.0, false_alarms=0, healthy_s=10.0, healthy_windows=10, drift_s=None),
             dict(injected="none", found="rank-slow", correct=False, kind_correct=False, detect_s=None,
                  alarms=[alarm("rank-slow", True), alarm("rank-slow", False), alarm("link-slow", True)],
-                 during_over_before=0.9, false_alarms=2, healthy_s=600.0, healthy_windows=600, second_job_s=240.0)]
+                 during_over_before=0.9, false_alarms=2, healthy_s=600.0, healthy_windows=600, drift_s=600.0,
+                 second_job_s=240.0)]
     lines = fault_scores.summary_lines(rows, fl.KINDS, FOUND_KINDS)
     assert "false alarms (incidents): 2 in 10.2 min of monitoring without a fault = 11.8 per hour, 0.03 per 10 " \
            "windows" in lines

@@ -112,14 +112,14 @@ def found_place(finding):
 
 class SecondJob:
     """A second job's traffic on the fabric, starting and stopping on its own: TCP flows between
-    `pairs` pairs of random hosts for ON_S seconds, then none for OFF_S, drawn from rng, until
-    `until` (monotonic s); ``bursts`` keeps when each ran. A confounder: it slows the watched job
-    and queues links at their full rate, and is no fault."""
-    ON_S, OFF_S = (5, 20), (5, 20)
+    `pairs` pairs of random hosts for `on` seconds (low, high), then none for `off`, drawn from
+    rng, each burst ending by `until` (monotonic s); ``bursts`` keeps when each ran. A confounder:
+    it slows the watched job and queues links at their full rate, and is no fault."""
+    DRIFT, TRIAL = ((5, 20), (5, 20)), ((1, 4), (0.5, 3))       # (on, off): over minutes, within a trial
 
-    def __init__(self, emu, topo, rng, until, pairs=2):
+    def __init__(self, emu, topo, rng, until, on, off, pairs=2):
         self.emu, self.hosts, self.rng, self.until, self.pairs = emu, sorted(topo.hosts), rng, until, pairs
-        self.topo, self.bursts, self._stop = topo, [], threading.Event()
+        self.on, self.off, self.topo, self.bursts, self._stop = on, off, topo, [], threading.Event()
 
     def __enter__(self):
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -127,9 +127,9 @@ class SecondJob:
         return self
 
     def _run(self):
-        while not self._stop.wait(self.rng.uniform(*self.OFF_S)):
-            seconds = self.rng.randint(*self.ON_S)
-            if time.monotonic() + seconds + 5 > self.until:
+        while not self._stop.wait(self.rng.uniform(*self.off)):
+            seconds = self.rng.randint(*self.on)
+            if time.monotonic() + seconds + 1 > self.until:
                 return
             chosen = self.rng.sample(self.hosts, 2 * self.pairs)
             pairs = [(self.topo.hosts[a].ports[0], self.topo.hosts[b].ports[0])
@@ -143,7 +143,8 @@ class SecondJob:
         self._thread.join()
 
 
-def run_trial(emu, watch, trial, topo, links, rng, *, before, fault_for, react=False, stall_limit=20.0):
+def run_trial(emu, watch, trial, topo, links, rng, *, before, fault_for, react=False, stall_limit=20.0,
+              second_job=False):
     """One trial on a running watch (trial: its number, its fault or None, and for a slow rank the
     CPU share as a fraction of its use): `before` seconds of the job, the fault for `fault_for`
     seconds (rerouting around a link the monitor names slow, with `react`), the job settling; its
@@ -152,43 +153,48 @@ def run_trial(emu, watch, trial, topo, links, rng, *, before, fault_for, react=F
     the injection until the job has settled, its false alarms the incidents raised before the
     injection (in a fault-free trial, all of them; an alarm standing on from the trial before is no
     new incident, but it is the finding of a fault-free trial). A trial with `drift` seconds is a
-    fault-free one that long, with a second job's traffic starting and stopping (``SecondJob``)."""
+    fault-free one that long, with a second job's traffic starting and stopping (``SecondJob``);
+    `second_job`: a second job's traffic comes and goes during the trial, faulty or not."""
     monitor = watch.monitor
     watch.wait(watch.started + monitor.cadence * (monitor.healthy.maxlen + 1))   # its baseline filled first
     fault = trial.fault and place_fault(trial.fault, topo, links, rng, len(watch.comm.hosts))
     pids, start = watch.rank_pids, watch.now()
     used = [process_seconds(pid) for pid in pids]
     drift = getattr(trial, "drift", 0.0)
-    second = SecondJob(emu, topo, rng, start + drift) if drift else contextlib.nullcontext()
-    with emu.cpu_monitor() as cpu_before, second:
-        watch.wait(start + (fault.at if fault and fault.at else drift or before))
-        if fault and fault.iteration:
-            first = len(watch.iterations)
-            while len(watch.iterations) < first + fault.iteration and watch.alive():
-                time.sleep(0.02)
-    inject = watch.now()
-    if fault and fault.kind == "slow-rank" and trial.share_of_use:
-        rank = int(fault.where)
-        use = (process_seconds(pids[rank]) - used[rank]) / (inject - start)
-        fault = _with(fault, fault.where, max(faults.CgroupLimit.MIN_SHARE, round(use * trial.share_of_use, 4)))
-    events = emu.fault(_at_once(fault), watch, end=fault_for) if fault else []
-    reacted = None
-    with emu.cpu_monitor() as cpu_during, Timeline(events) as timeline:
-        while watch.now() < inject + fault_for and watch.alive():
-            watch.wait(min(inject + fault_for, watch.now() + STEP_S))
-            raised = monitor.poll(watch.now())
-            if react and reacted is None:
-                link = next((link for link in (drainable(topo, a.finding) for a in raised) if link), None)
-                if link is not None:
-                    emu.drain([link])
-                    reacted = watch.now()
-    undone = watch.now()
-    if reacted is not None:
-        emu.drain([])
-    settle(watch, undone, stall_limit)
-    watch.wait(watch.now() + monitor.cadence)          # the window the job settled in has ended
-    end = watch.now()
-    monitor.poll(end)
+    second = SecondJob(emu, topo, rng, start + drift, *SecondJob.DRIFT) if drift else \
+        SecondJob(emu, topo, rng, start + before + fault_for, *SecondJob.TRIAL) if second_job else None
+    with contextlib.ExitStack() as confounding:
+        if second:
+            confounding.enter_context(second)
+        with emu.cpu_monitor() as cpu_before:
+            watch.wait(start + (fault.at if fault and fault.at else drift or before))
+            if fault and fault.iteration:
+                first = len(watch.iterations)
+                while len(watch.iterations) < first + fault.iteration and watch.alive():
+                    time.sleep(0.02)
+        inject = watch.now()
+        if fault and fault.kind == "slow-rank" and trial.share_of_use:
+            rank = int(fault.where)
+            use = (process_seconds(pids[rank]) - used[rank]) / (inject - start)
+            fault = _with(fault, fault.where, max(faults.CgroupLimit.MIN_SHARE, round(use * trial.share_of_use, 4)))
+        events = emu.fault(_at_once(fault), watch, end=fault_for) if fault else []
+        reacted = None
+        with emu.cpu_monitor() as cpu_during, Timeline(events) as timeline:
+            while watch.now() < inject + fault_for and watch.alive():
+                watch.wait(min(inject + fault_for, watch.now() + STEP_S))
+                raised = monitor.poll(watch.now())
+                if react and reacted is None:
+                    link = next((link for link in (drainable(topo, a.finding) for a in raised) if link), None)
+                    if link is not None:
+                        emu.drain([link])
+                        reacted = watch.now()
+        undone = watch.now()
+        if reacted is not None:
+            emu.drain([])
+        settle(watch, undone, stall_limit)
+        watch.wait(watch.now() + monitor.cadence)          # the window the job settled in has ended
+        end = watch.now()
+        monitor.poll(end)
     raised = monitor.between(inject, end) if fault else []
     false = monitor.between(start, inject) if fault else monitor.between(start, end)
     shown = next((a for a in raised if a.new), raised[0] if raised else None) if fault else \
@@ -214,7 +220,8 @@ def run_trial(emu, watch, trial, topo, links, rng, *, before, fault_for, react=F
             "detect_s": None if detect is None else round(detect, 2),
             "false_alarms": sum(a.new for a in false), "healthy_s": round((inject if fault else end) - start, 2),
             "healthy_windows": round(((inject if fault else end) - start) / monitor.cadence),
-            "second_job_s": round(sum(b - a for a, b in second.bursts), 1) if drift else None,
+            "drift_s": drift or None,
+            "second_job_s": round(sum(b - a for a, b in second.bursts), 1) if second else None,
             "alarms": [dict(a.to_dict(), at=round(a.at - watch.started, 3)) for a in monitor.between(start, end)],
             "busbw_before_MBps": round(b / 1e6, 4), "busbw_during_MBps": round(d / 1e6, 4),
             "during_over_before": round(d / b, 3) if b else None, "iterations": len(watch.ran(start, watch.now())),

@@ -138,7 +138,7 @@ def false_alarm_line(rows):
 
 def drift_line(rows):
     """False alarms over the fault-free stretches with a second job starting and stopping, or ''."""
-    drift = [r for r in rows if r.get("second_job_s") is not None]
+    drift = [r for r in rows if r.get("drift_s")]
     if not drift:
         return ""
     count, windows = sum(r["false_alarms"] for r in drift), sum(r["healthy_windows"] for r in drift)
@@ -225,7 +225,8 @@ def trial_line(row):
     how = f" {row['how']:g}" if row["how"] else ""
     return (f"  {row['fabric']:30s} trial {row['trial']:2d} {row['injected']:11s} {row['where'] + how:26s} "
             f"{said:54s} {'RIGHT' if row['correct'] else 'WRONG'}  busbw {row['during_over_before'] or 0:.2f} "
-            f"of before{'  BOTTLENECK' if row['emulator_bottleneck'] else ''}")
+            f"of before{'  BOTTLENECK' if row['emulator_bottleneck'] else ''}"
+            + (f"  second job on {row['second_job_s']:g} s" if row.get("second_job_s") is not None else ""))
 
 
 def headline(rows):

@@ -100,3 +100,14 @@ def test_a_flapping_link_is_found_down_where_it_flaps(running):
     assert (found.kind, set(found.where.split("-"))) == ("link-down", {"leaf1", "spine0"}), found
     assert watch.wrong() == 0
 
+
+
+def test_a_second_jobs_traffic_is_congestion_not_a_fault(running):
+    """Another job's flows across the spines queue links the ring crosses, at their full rate: the
+    monitor names no slow link (the ports drain at their rate) and no fault at all."""
+    import threading
+    emu, watch = running
+    second = threading.Thread(target=emu.flows, args=([("h0", "h2"), ("h1", "h3")],),
+                              kwargs={"seconds": int(DURING), "name": "second_job"})
+    found = located(emu, watch, action=second.start, undo=second.join)
+    assert found.kind == "none", found
