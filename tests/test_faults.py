@@ -186,6 +186,9 @@ def test_precision_recall_and_f1_per_c4_class_count_wrong_and_false_alarms_again
     (p, *_), (r, *_), f = scores["overall"]
     assert (p, r) == (1 / 3, 1 / 3) and f == pytest.approx(1 / 3)
     assert any(line.startswith("  comm slow") for line in fault_scores.class_lines(rows))
+    weak = dict(row("slow-link", "none", False), how=0.9)     # at 0.9 of its rate: not strong, left out
+    assert fault_scores.strong_and_free(rows + [weak]) == rows
+    assert any(line.startswith("  strong faults precision 0.33") for line in fault_scores.class_lines(rows + [weak]))
 
 
 def test_the_detectability_curve_bins_faults_by_magnitude_and_strong_ones_are_scored_apart():
