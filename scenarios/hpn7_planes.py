@@ -198,7 +198,7 @@ def run(plan, experiment):
     experiment.results.append("hpn7_queues.csv", *[
         {"planes": planes, "workload": workload, "port": port, "time": t, "bytes": b}
         for (planes, workload), ports in seen["queues"].items() for port, series in ports.items()
-        for t, _, b, _ in series])
+        for t, _, b, *_ in series])
     experiment.say("\nsummary (single plane against dual plane, paired over trials; mean [95% interval]):",
                    *[f"  {c.line()}" for _, _, c in compared],
                    "measured against the flow model (max-min fair rates over the captured paths):",

@@ -30,7 +30,7 @@ def run_fanins(emu, fanins, size, rounds, interval, on_fanin=None):
             if cpu["busiest_core"] >= busiest["busiest_core"]:     # the round whose busiest core was busiest
                 busiest = {key: cpu[key] for key in busiest}
             mine += [{"fanin": k, "round": r, "kind": "qdisc", "time": t, "packets": n, "bytes": b, "drops": d}
-                     for t, n, b, d in queue.samples[port]]
+                     for t, n, b, d, _ in queue.samples[port]]
             mine += [{"fanin": k, "round": r, "kind": "probe", "time": s, "packets": "", "bytes": round(p),
                       "drops": ""} for s, p, _ in pairs]
         row = {"fanin": k, "rounds": rounds, "max_queue_packets": max_q, "max_backlog_bytes": max_b,
