@@ -1,7 +1,7 @@
 """The fault detector on hand-made recordings of each kind, without root: it names the kind and the
 place from port events, queues and the ranks' step timestamps, and stays quiet on a window like
 the one before."""
-from testbed.fidelity.diagnosis import Window, diagnose
+from testbed.fidelity.diagnosis import BUSY_LEAST_S, Window, diagnose
 from testbed.topology import LeafSpine
 
 TOPO = LeafSpine(2, 2, 2)       # leaf0 (tb1), leaf1 (tb2), spine0 (tb3), spine1 (tb4); h0 h1 | h2 h3
@@ -33,9 +33,9 @@ def quiet_queues(ports=("tb1-eth3", "tb1-eth4", "tb3-eth2", "tb4-eth2")):
     return {p: [(0.01 * i, 1, 9000, 0, 0.01 * i * RATE) for i in range(50)] for p in ports}
 
 
-def backed_up(share):
-    """A port holding 40 packets for 0.5 s while it sends at `share` of its link's rate."""
-    return [(0.01 * i, 40, 360000, 0, 0.01 * i * RATE * share) for i in range(50)]
+def backed_up(share, seconds=1.0):
+    """A port holding 40 packets for `seconds` while it sends at `share` of its link's rate."""
+    return [(0.01 * i, 40, 360000, 0, 0.01 * i * RATE * share) for i in range(round(seconds * 100) + 1)]
 
 
 def test_a_window_like_the_one_before_is_no_fault():
@@ -68,6 +68,16 @@ def test_a_queue_that_grew_on_a_link_sending_at_its_rate_is_congestion_not_a_fau
     queues["tb1-eth3"] = backed_up(0.98)
     assert diagnose(TOPO, window(queues=quiet_queues()), window(queues=queues)).kind == "none"
     queues["tb1-eth3"] = backed_up(0.85)
+    assert diagnose(TOPO, window(queues=quiet_queues()), window(queues=queues)).kind == "link-slow"
+
+
+def test_a_queue_held_too_briefly_to_tell_its_drain_rate_names_nothing():
+    """With the sampler's dumps taking half its interval, a share over 0.2 s of backlog can read
+    0.7 on a healthy port: below BUSY_LEAST_S nothing is named, however slowly it seemed to drain."""
+    queues = quiet_queues()
+    queues["tb1-eth3"] = backed_up(0.5, seconds=BUSY_LEAST_S - 0.1)
+    assert diagnose(TOPO, window(queues=quiet_queues()), window(queues=queues)).kind == "none"
+    queues["tb1-eth3"] = backed_up(0.5, seconds=BUSY_LEAST_S + 0.1)
     assert diagnose(TOPO, window(queues=quiet_queues()), window(queues=queues)).kind == "link-slow"
 
 

@@ -160,9 +160,11 @@ def run_trial(emu, watch, trial, topo, links, rng, *, before, fault_for, react=F
     fault = trial.fault and place_fault(trial.fault, topo, links, rng, len(watch.comm.hosts))
     pids, start = watch.rank_pids, watch.now()
     used = [process_seconds(pid) for pid in pids]
-    drift = getattr(trial, "drift", 0.0)
-    second = SecondJob(emu, topo, rng, start + drift, *SecondJob.DRIFT) if drift else \
-        SecondJob(emu, topo, rng, start + before + fault_for, *SecondJob.TRIAL) if second_job else None
+    drift, second = trial.drift, None
+    if drift:
+        second = SecondJob(emu, topo, rng, start + drift, *SecondJob.DRIFT)
+    elif second_job:
+        second = SecondJob(emu, topo, rng, start + before + fault_for, *SecondJob.TRIAL)
     with contextlib.ExitStack() as confounding:
         if second:
             confounding.enter_context(second)

@@ -428,8 +428,8 @@ def run_jobs(emu, jobs, iterations, warmup=1, draws=None, folder=None, offsets=N
             raise AllreduceError(errors[0])
         rows = [summary(job, its, cpu.result(), run.wrong) for job, its, run in zip(jobs, done, runs)]
         for row, job in zip(rows, jobs):
-            if job.split_groups(emu.topo):
-                row["split_note"] = job.split_note(emu.topo)
+            if note := job.split_note(emu.topo):
+                row["split_note"] = note
         if capture is not None:
             paths = connection_paths(capture.packets)
             ip = {h.name: h.ports[0].ip for h in emu.topo.hosts.values()}
