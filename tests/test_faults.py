@@ -288,6 +288,26 @@ def test_a_standing_shift_is_one_incident_and_becomes_the_new_normal():
     assert later and later[0].at == 41.0 and later[0].new             # the second rise, against the new normal
 
 
+def test_a_queue_that_rose_late_in_a_window_waits_for_the_next_one():
+    """A slowed link whose queue rises 0.3 s before a window ends is too briefly backlogged there
+    to tell from congestion: that window raises nothing and stays out of the baseline, the next
+    one names the link."""
+    from testbed.fidelity.diagnosis import Window
+    from testbed.fidelity.monitor import Monitor
+    from testbed.topology import interface
+    topo = BiGraph(2, 8)
+    link = next(lk for lk in topo.links if lk.a in topo.switches and lk.b in topo.switches)
+    port = interface(link.a, link.a_port)
+    samples = [(k * 0.02, 0 if k * 0.02 < 10.7 else 30, 0, 0, 0) for k in range(1000)]
+    monitor = Monitor(topo, lambda a, b: Window([], {port: [x for x in samples if a <= x[0] < b]}, []), 0.0)
+    monitor.poll(11.0)
+    assert monitor.alarms == [] and len(monitor.healthy) == monitor.healthy.maxlen
+    healthy = list(monitor.healthy)
+    monitor.poll(12.0)
+    assert [(a.at, a.finding.kind) for a in monitor.alarms] == [(12.0, "link-slow")]
+    assert list(monitor.healthy) == healthy                        # neither window joined it
+
+
 def test_a_rank_is_named_slow_only_where_the_job_ran_slower():
     """Greyhound's rule: a shift under 10% of the iteration is not a fault to page for."""
     from testbed.fidelity.diagnosis import iteration_seconds, slower_job

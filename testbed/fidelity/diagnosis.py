@@ -12,13 +12,15 @@ with a window before it (a fault-free trial's, or the job's own first iterations
   and QUEUE_RATIO times before) and which, while it held a queue, sent at less than DRAIN_SLOW of
   its link's rate (its counters: bytes sent over the time it was backlogged). A queue drained at the
   link's rate is congestion (two flows hashed onto one link, a second job's traffic), not a fault,
-  and names nothing; so does a port backlogged less than BUSY_LEAST_S of the window, too little to
-  tell its drain rate from the sampler's timing (a dump of every qdisc takes ~9 ms of a 20 ms
-  interval, 160 ms at the 99th percentile: on healthy congested ports, measured, the share swung
-  0.72-1.42 with 0.4-0.5 s backlogged and stayed 0.96-1.02 with more; a CI run saw 0.90). A
-  slowed link the job crosses stays backlogged: 0.9-1.0 s of every 1 s window at 0.8 and 0.5 of
-  its rate. (A host's own egress is not an operator's to sample; the switch port facing it is,
-  and fills for traffic into a slowed host link.)
+  and names nothing. A port backlogged less than BUSY_LEAST_S of the window cannot yet be told
+  from congestion by the sampler's timing (a dump of every qdisc takes ~9 ms of a 20 ms interval,
+  160 ms at the 99th percentile: on healthy congested ports, measured, the share swung 0.72-1.42
+  with 0.4-0.5 s backlogged and stayed 0.96-1.02 with more; a CI run saw 0.90): the window is
+  UNDECIDED, names nothing and is not judged on the ranks' timings either (a rank behind a slowed
+  link is late for it), and the monitor waits for the next. A slowed link the job crosses stays
+  backlogged 0.9-1.0 s of every 1 s window at 0.8 and 0.5 of its rate, so it is named a window
+  later where its fault began late in one. (A host's own egress is not an operator's to sample;
+  the switch port facing it is, and fills for traffic into a slowed host link.)
 - rank-hung, rank-slow: from each rank's own delay in each step, the part of the step's time that
   nothing outside the rank explains: from the later of its previous step's end, its sender's
   handing over the step's message and, where its send waited for a clear-to-send, its receiver's
@@ -47,6 +49,7 @@ RANK_RATIO, RANK_FLOOR_S, RANK_SHIFT = 3.0, 0.002, 0.10
 JOB_SHIFT = 0.10          # how much longer the job's iterations must be for a slow rank
 SPIKE_TIMES, SPIKE_FLOOR_S, SPIKE_GROWTH_S = 2.0, 0.005, 0.001
 KINDS = ("none", "link-slow", "link-down", "switch-down", "rank-slow", "rank-hung")
+UNDECIDED = "undecided"   # not a finding: a queue grew where too little backlog tells what it is
 # The fault_localisation seeds whose runs the thresholds and rules above were set on (DRAIN_SLOW
 # also on runs of a probe of its own: healthy congested ports sent 0.96-1.10 of their rate, slowed
 # ones their fraction +-0.05). A run on another seed is scored on draws the detector was not set on.
@@ -147,16 +150,23 @@ def port_finding(topo, before, after):
 
 def queue_finding(topo, before, after):
     """link-slow at the port whose queue grew most among those that drained below their link's
-    rate, or None."""
-    growth = []
+    rate; else UNDECIDED where a queue grew on a port backlogged too briefly to tell; else None."""
+    growth, unsure = [], []
     for port, samples in after.queues.items():
         now, then = _mean_packets(samples), _mean_packets(before.queues.get(port, []))
         if now - then >= QUEUE_GROWTH and now >= QUEUE_RATIO * max(then, 0.5):
             node, number = port.rsplit("-eth", 1)
             link = topo.link_at(node, int(number))
             share = drain_share(samples, link.bytes_per_s) if link else None
-            if share is not None and share < DRAIN_SLOW:
+            if share is None:
+                unsure.append((now - then, node, number, now, then))
+            elif share < DRAIN_SLOW:
                 growth.append((now - then, node, number, link, now, then, share, samples))
+    if not growth and unsure:
+        _, node, number, now, then = max(unsure)
+        return Finding(UNDECIDED, f"{topo.label(node)}:{number}", 0.0, f"the queue at {topo.label(node)}:{number} "
+                       f"grew from {then:.1f} to {now:.1f} packets, backlogged under {BUSY_LEAST_S:g} s: "
+                       "too briefly to tell a slow link from congestion")
     if not growth:
         return None
     growth.sort(key=lambda g: g[0], reverse=True)
@@ -241,7 +251,8 @@ def link_label(topo, link):
 
 def diagnose(topo, before, after):
     """The fault that `after` shows against `before` (Windows), in the order an operator trusts the
-    evidence: port events, queues, then the ranks' own timings; Finding('none') when nothing stands out."""
+    evidence: port events, queues, then the ranks' own timings; Finding('none') when nothing stands out,
+    Finding(UNDECIDED) when a queue grew too briefly to judge (no finding yet: the next window tells)."""
     for finding in (port_finding(topo, before, after), queue_finding(topo, before, after),
                     rank_finding(before, after)):
         if finding is not None:

@@ -5,7 +5,8 @@ has ended, the detector (``fidelity.diagnosis``) compares it with the monitor's 
 last BASELINE_WINDOWS windows that raised no alarm, taken together. A window the detector finds
 something in raises an alarm (its end, its span, the finding) and stays out of the baseline, so a
 fault that lasts keeps being compared with the job before it; a window that raises none joins the
-baseline, which so follows the job's drift. The first BASELINE_WINDOWS windows only fill it.
+baseline, which so follows the job's drift; an undecided window (a queue grew too briefly to tell
+a slow link from congestion) does neither. The first BASELINE_WINDOWS windows only fill it.
 Consecutive windows that raise the same finding are one incident, as an operator's alerting counts
 them: the first raises it (``Alarm.new``), the others keep it standing. An alarm that stands
 STANDING_WINDOWS windows in a row, whatever it names, is the job's new normal (a shift that is not a
@@ -19,7 +20,7 @@ samples and the port events taken in it (``api.Watch.window``).
 from collections import deque
 from dataclasses import dataclass
 
-from testbed.fidelity.diagnosis import Finding, Window, diagnose
+from testbed.fidelity.diagnosis import UNDECIDED, Finding, Window, diagnose
 
 CADENCE_S = 1.0          # a window's length: two to five iterations of the watched allreduce
 BASELINE_WINDOWS = 4     # the healthy windows the current one is compared with
@@ -70,7 +71,9 @@ class Monitor:
             window = self.window_of(*span)
             finding = diagnose(self.topo, merged(self.healthy), window) \
                 if len(self.healthy) == self.healthy.maxlen else None
-            if finding is not None and finding.kind != "none":
+            if finding is not None and finding.kind == UNDECIDED:
+                pass                      # neither an alarm nor healthy: the next window tells
+            elif finding is not None and finding.kind != "none":
                 new = not self.streak or (self.streak[-1][1].kind, self.streak[-1][1].where) != \
                     (finding.kind, finding.where)
                 raised.append(Alarm(span[1], span, finding, new))
