@@ -71,6 +71,21 @@ def test_a_queue_that_grew_on_a_link_sending_at_its_rate_is_congestion_not_a_fau
     assert diagnose(TOPO, window(queues=quiet_queues()), window(queues=queues)).kind == "link-slow"
 
 
+def test_a_port_whose_short_queue_empties_between_samples_is_not_read_as_slow():
+    """A ring's bursts: 30 jumbo frames at every other sample, drained at the link's rate, and one
+    at the others, sent in 7 ms of the 20 ms to the next sample, the port then idle. Counted from a
+    packet at both ends it read 0.68 of its rate; one frame is less than an interval's worth of
+    bytes, so those intervals are not backlog, and the port drains at its rate: congestion."""
+    queues, sent = quiet_queues(), 0.0
+    samples = []
+    for i in range(60):
+        packets = 30 if i % 2 == 0 else 1
+        samples.append((0.02 * i, packets, 9000 * packets, 0, sent))
+        sent += RATE * 0.02 if packets == 30 else 9000
+    queues["tb1-eth3"] = samples
+    assert diagnose(TOPO, window(queues=quiet_queues()), window(queues=queues)).kind == "none"
+
+
 def test_a_queue_held_too_briefly_to_tell_its_drain_rate_is_undecided_even_with_a_slow_rank():
     """With the sampler's dumps taking half its interval, a share over 0.4 s of backlog can read
     0.7 on a healthy port: below BUSY_LEAST_S the window is undecided, however slowly the port

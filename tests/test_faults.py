@@ -228,7 +228,7 @@ def test_the_monitor_is_told_nothing_and_alarms_on_its_own_cadence():
     link = next(lk for lk in topo.links if lk.a in topo.switches and lk.b in topo.switches)
     port = interface(link.a, link.a_port)
     times = [k * 0.02 for k in range(1500)]
-    samples = [(t, 20 if 10 <= t < 20 else 0, 0, 0, 0) for t in times]     # sending nothing: slow
+    samples = [(t, q, 9000 * q, 0, 0) for t in times for q in [20 if 10 <= t < 20 else 0]]     # sending nothing: slow
 
     def window_of(start, end):
         return Window([], {port: [s for s in samples if start <= s[0] < end]}, [])
@@ -278,7 +278,7 @@ def test_a_standing_shift_is_one_incident_and_becomes_the_new_normal():
     link = next(lk for lk in topo.links if lk.a in topo.switches and lk.b in topo.switches)
     port = interface(link.a, link.a_port)
     level = lambda t: 0 if t < 10 else 20 if t < 40 else 80
-    samples = [(k * 0.02, level(k * 0.02), 0, 0, 0) for k in range(3000)]
+    samples = [(k * 0.02, level(k * 0.02), 9000 * level(k * 0.02), 0, 0) for k in range(3000)]
     monitor = Monitor(topo, lambda a, b: Window([], {port: [x for x in samples if a <= x[0] < b]}, []), 0.0)
     monitor.poll(60.0)
     first = [a for a in monitor.alarms if a.at <= 40]
@@ -298,7 +298,7 @@ def test_a_queue_that_rose_late_in_a_window_waits_for_the_next_one():
     topo = BiGraph(2, 8)
     link = next(lk for lk in topo.links if lk.a in topo.switches and lk.b in topo.switches)
     port = interface(link.a, link.a_port)
-    samples = [(k * 0.02, 0 if k * 0.02 < 10.7 else 30, 0, 0, 0) for k in range(1000)]
+    samples = [(k * 0.02, q, 9000 * q, 0, 0) for k in range(1000) for q in [0 if k * 0.02 < 10.7 else 30]]
     monitor = Monitor(topo, lambda a, b: Window([], {port: [x for x in samples if a <= x[0] < b]}, []), 0.0)
     monitor.poll(11.0)
     assert monitor.alarms == [] and len(monitor.healthy) == monitor.healthy.maxlen

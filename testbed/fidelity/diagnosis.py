@@ -9,8 +9,12 @@ with a window before it (a fault-free trial's, or the job's own first iterations
 - link-down, switch-down: the controller saw a port go down (all of a switch's ports: the switch);
   two downs of one link in the window: it flaps (still link-down, at that link).
 - link-slow: a switch port whose queue grew (mean packets after less before at least QUEUE_GROWTH,
-  and QUEUE_RATIO times before) and which, while it held a queue, sent at less than DRAIN_SLOW of
-  its link's rate (its counters: bytes sent over the time it was backlogged). A queue drained at the
+  and QUEUE_RATIO times before) and which, while backlogged, sent at less than DRAIN_SLOW of its
+  link's rate (its counters: bytes sent over the intervals between samples that began with at least
+  what the link sends in one at its rate, so that a healthy port could not idle; a packet or more
+  at both ends was not enough, a jumbo frame being 7 ms of a 20 ms interval at 10 Mbit/s: healthy
+  ports under a ring's bursts then read 0.82-0.90 of their rate, and four were named slow in one
+  commit's page runs). A queue drained at the
   link's rate is congestion (two flows hashed onto one link, a second job's traffic), not a fault,
   and names nothing. A port backlogged less than BUSY_LEAST_S of the window cannot yet be told
   from congestion by the sampler's timing (a dump of every qdisc takes ~9 ms of a 20 ms interval,
@@ -18,8 +22,8 @@ with a window before it (a fault-free trial's, or the job's own first iterations
   with 0.4-0.5 s backlogged and stayed 0.96-1.02 with more; a CI run saw 0.90): the window is
   UNDECIDED, names nothing and is not judged on the ranks' timings either (a rank behind a slowed
   link is late for it), and the monitor waits for the next. A slowed link the job crosses stays
-  backlogged 0.9-1.0 s of every 1 s window at 0.8 and 0.5 of its rate, so it is named a window
-  later where its fault began late in one. (A host's own egress is not an operator's to sample;
+  backlogged 0.5-0.9 s of every 1 s window at 0.8 and 0.5 of its rate (a probe's), so it is named
+  a window later where its fault began late in one. (A host's own egress is not an operator's to sample;
   the switch port facing it is, and fills for traffic into a slowed host link.)
 - rank-hung, rank-slow: from each rank's own delay in each step, the part of the step's time that
   nothing outside the rank explains: from the later of its previous step's end, its sender's
@@ -112,11 +116,12 @@ def _mean_packets(samples):
 
 
 def drain_share(samples, rate_bytes):
-    """What a port sent while it held a queue (a packet or more at two samples in a row), over its
-    link's rate; None where it was backlogged less than BUSY_LEAST_S."""
+    """What a port sent while backlogged, over its link's rate; None where it was backlogged less
+    than BUSY_LEAST_S. Backlogged: from a sample holding at least what the link sends at its rate
+    until the next, so that a port at its rate cannot have idled in between."""
     busy = sent = 0.0
     for a, b in zip(samples, samples[1:]):
-        if a[1] >= 1 and b[1] >= 1 and b[0] > a[0]:
+        if b[0] > a[0] and a[2] >= rate_bytes * (b[0] - a[0]):
             busy, sent = busy + b[0] - a[0], sent + b[4] - a[4]
     return sent / busy / rate_bytes if busy >= BUSY_LEAST_S else None
 
