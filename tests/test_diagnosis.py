@@ -58,7 +58,7 @@ def test_a_queue_that_grew_is_a_slow_link_at_its_port():
     queues["tb1-eth3"] = backed_up(0.4)                                      # leaf0 -> spine0 backs up
     found = diagnose(TOPO, window(queues=quiet_queues()), window(queues=queues))
     assert (found.kind, found.where) == ("link-slow", "leaf0-spine0") and found.confidence > 0.9
-    assert "sending 0.40 of the link's rate" in found.evidence
+    assert "sending 0.40 of what its link's rate drains" in found.evidence
 
 
 def test_a_queue_that_grew_on_a_link_sending_at_its_rate_is_congestion_not_a_fault():
@@ -73,9 +73,9 @@ def test_a_queue_that_grew_on_a_link_sending_at_its_rate_is_congestion_not_a_fau
 
 def test_a_port_whose_short_queue_empties_between_samples_is_not_read_as_slow():
     """A ring's bursts: 30 jumbo frames at every other sample, drained at the link's rate, and one
-    at the others, sent in 7 ms of the 20 ms to the next sample, the port then idle. Counted from a
-    packet at both ends it read 0.68 of its rate; one frame is less than an interval's worth of
-    bytes, so those intervals are not backlog, and the port drains at its rate: congestion."""
+    at the others, sent in 7 ms of the 20 ms to the next sample, the port then idle. As bytes sent
+    over the time a packet was queued it read 0.68 of the link's rate; it sent all a port at its
+    rate must have (the frame, or an interval's worth): congestion."""
     queues, sent = quiet_queues(), 0.0
     samples = []
     for i in range(60):
@@ -84,6 +84,20 @@ def test_a_port_whose_short_queue_empties_between_samples_is_not_read_as_slow():
         sent += RATE * 0.02 if packets == 30 else 9000
     queues["tb1-eth3"] = samples
     assert diagnose(TOPO, window(queues=quiet_queues()), window(queues=queues)).kind == "none"
+
+
+def test_a_slowed_host_link_holding_a_steps_two_frames_is_slow():
+    """A host link at 0.41 of its rate under a ring's steps: its switch port holds two jumbo frames
+    and a few acknowledgements at each sample and sends 0.41 of an interval's worth, less than the
+    two frames a port at its rate would have sent."""
+    queues, sent, samples = quiet_queues(), 0.0, []
+    for i in range(60):
+        samples.append((0.02 * i, 6, 2 * 9000 + 4 * 66, 0, sent))
+        sent += 0.41 * RATE * 0.02
+    queues["tb1-eth3"] = samples
+    found = diagnose(TOPO, window(queues=quiet_queues()), window(queues=queues))
+    assert (found.kind, found.where) == ("link-slow", "leaf0-spine0"), found
+    assert "sending 0.56 of what its link's rate drains" in found.evidence
 
 
 def test_a_queue_held_too_briefly_to_tell_its_drain_rate_is_undecided_even_with_a_slow_rank():

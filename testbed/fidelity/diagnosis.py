@@ -9,22 +9,24 @@ with a window before it (a fault-free trial's, or the job's own first iterations
 - link-down, switch-down: the controller saw a port go down (all of a switch's ports: the switch);
   two downs of one link in the window: it flaps (still link-down, at that link).
 - link-slow: a switch port whose queue grew (mean packets after less before at least QUEUE_GROWTH,
-  and QUEUE_RATIO times before) and which, while backlogged, sent at less than DRAIN_SLOW of its
-  link's rate (its counters: bytes sent over the intervals between samples that began with at least
-  what the link sends in one at its rate, so that a healthy port could not idle; a packet or more
-  at both ends was not enough, a jumbo frame being 7 ms of a 20 ms interval at 10 Mbit/s: healthy
-  ports under a ring's bursts then read 0.82-0.90 of their rate, and four were named slow in one
-  commit's page runs). A queue drained at the
-  link's rate is congestion (two flows hashed onto one link, a second job's traffic), not a fault,
-  and names nothing. A port backlogged less than BUSY_LEAST_S of the window cannot yet be told
-  from congestion by the sampler's timing (a dump of every qdisc takes ~9 ms of a 20 ms interval,
-  160 ms at the 99th percentile: on healthy congested ports, measured, the share swung 0.72-1.42
-  with 0.4-0.5 s backlogged and stayed 0.96-1.02 with more; a CI run saw 0.90): the window is
-  UNDECIDED, names nothing and is not judged on the ranks' timings either (a rank behind a slowed
-  link is late for it), and the monitor waits for the next. A slowed link the job crosses stays
-  backlogged 0.5-0.9 s of every 1 s window at 0.8 and 0.5 of its rate (a probe's), so it is named
-  a window later where its fault began late in one. (A host's own egress is not an operator's to sample;
-  the switch port facing it is, and fills for traffic into a slowed host link.)
+  and QUEUE_RATIO times before) and which, while it held a queue, sent less than DRAIN_SLOW of
+  the least a port at its link's rate would have (its counters: over each interval between
+  samples that begins with a queue, what the port held then, an interval's worth at most: a
+  healthy port sends that whatever else arrives, so it reads 1 or more). Sent bytes over the
+  time with a packet or more queued, the share of the link's rate this used to be, read 0.82-0.90
+  on healthy ports under a ring's bursts (a jumbo frame is 7 ms of the 20 ms interval at 10
+  Mbit/s, and the port idles after it) and named four slow in one commit's page runs; counting
+  only intervals that began with an interval's worth of bytes missed slowed host links, whose
+  queue is a step's two frames. A queue drained at the link's rate is congestion (two flows
+  hashed onto one link, a second job's traffic), not a fault, and names nothing. A port that held
+  a queue less than BUSY_LEAST_S of the window cannot yet be told from congestion by the sampler's
+  timing (a dump of every qdisc takes ~9 ms of a 20 ms interval, 160 ms at the 99th percentile; a
+  CI run named a healthy port slow on a share over 0.1 s): the window is UNDECIDED, names nothing
+  and is not judged on the ranks' timings either (a rank behind a slowed link is late for it), and
+  the monitor waits for the next. A slowed link the job crosses holds a queue 0.9-1.0 s of every
+  1 s window at 0.8 and 0.5 of its rate (a probe's), so it is named a window later where its fault
+  began late in one. (A host's own egress is not an operator's to sample; the switch port facing
+  it is, and fills for traffic into a slowed host link.)
 - rank-hung, rank-slow: from each rank's own delay in each step, the part of the step's time that
   nothing outside the rank explains: from the later of its previous step's end, its sender's
   handing over the step's message and, where its send waited for a clear-to-send, its receiver's
@@ -116,14 +118,17 @@ def _mean_packets(samples):
 
 
 def drain_share(samples, rate_bytes):
-    """What a port sent while backlogged, over its link's rate; None where it was backlogged less
-    than BUSY_LEAST_S. Backlogged: from a sample holding at least what the link sends at its rate
-    until the next, so that a port at its rate cannot have idled in between."""
-    busy = sent = 0.0
+    """What a port sent while it held a queue, over the least a port at its link's rate would have
+    sent then: in each interval between samples that begins with a packet or more queued, what it
+    held at the first (an interval's worth at most), which a port at its rate sends whatever else
+    arrives. At or above 1 on a healthy port, bar the sampler's timing; a slowed one, holding
+    more than its rate drains in an interval, reads about its fraction. None where it held a queue
+    less than BUSY_LEAST_S."""
+    busy = sent = owed = 0.0
     for a, b in zip(samples, samples[1:]):
-        if b[0] > a[0] and a[2] >= rate_bytes * (b[0] - a[0]):
-            busy, sent = busy + b[0] - a[0], sent + b[4] - a[4]
-    return sent / busy / rate_bytes if busy >= BUSY_LEAST_S else None
+        if b[0] > a[0] and a[1] >= 1:
+            busy, sent, owed = busy + b[0] - a[0], sent + b[4] - a[4], owed + min(a[2], rate_bytes * (b[0] - a[0]))
+    return sent / owed if busy >= BUSY_LEAST_S and owed > 0 else None
 
 
 def port_finding(topo, before, after):
@@ -180,7 +185,7 @@ def queue_finding(topo, before, after):
     first = next((s[0] for s in samples if s[1] >= QUEUE_GROWTH), None)
     return Finding("link-slow", link_label(topo, link), 1 - second / top,
                    f"the queue at {topo.label(node)}:{number} grew from {then:.1f} to {now:.1f} packets, "
-                   f"sending {share:.2f} of the link's rate while queued", first)
+                   f"sending {share:.2f} of what its link's rate drains while queued", first)
 
 
 def rank_finding(before, after):
