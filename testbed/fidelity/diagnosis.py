@@ -12,13 +12,10 @@ with a window before it (a fault-free trial's, or the job's own first iterations
   and QUEUE_RATIO times before) and which, while it held a queue, sent less than DRAIN_SLOW of
   the least a port at its link's rate would have (its counters: over each interval between
   samples that begins with a queue, what the port held then, an interval's worth at most: a
-  healthy port sends that whatever else arrives, so it reads 1 or more). Sent bytes over the
-  time with a packet or more queued, the share of the link's rate this used to be, read 0.82-0.90
-  on healthy ports under a ring's bursts (a jumbo frame is 7 ms of the 20 ms interval at 10
-  Mbit/s, and the port idles after it) and named four slow in one commit's page runs; counting
-  only intervals that began with an interval's worth of bytes missed slowed host links, whose
-  queue is a step's two frames. A queue drained at the link's rate is congestion (two flows
-  hashed onto one link, a second job's traffic), not a fault, and names nothing. A port that held
+  healthy port sends that whatever else arrives, so it reads 1 or more; the design doc says which
+  simpler shares misread bursty healthy ports or missed slowed host links). A queue drained at
+  the link's rate is congestion (two flows hashed onto one link, a second job's traffic), not a
+  fault, and names nothing. A port that held
   a queue less than BUSY_LEAST_S of the window cannot yet be told from congestion by the sampler's
   timing (a dump of every qdisc takes ~9 ms of a 20 ms interval, 160 ms at the 99th percentile; a
   CI run named a healthy port slow on a share over 0.1 s): the window is UNDECIDED, names nothing
@@ -49,7 +46,7 @@ import statistics
 from dataclasses import dataclass
 
 QUEUE_GROWTH, QUEUE_RATIO = 5.0, 3.0      # packets, times
-DRAIN_SLOW, BUSY_LEAST_S = 0.9, 0.5        # of the link's rate; seconds backlogged in a window
+DRAIN_SLOW, BUSY_LEAST_S = 0.9, 0.5        # of what a port at its rate sends; seconds queued in a window
 HANG_S, HANG_RATIO = 1.0, 3.0
 RANK_RATIO, RANK_FLOOR_S, RANK_SHIFT = 3.0, 0.002, 0.10
 JOB_SHIFT = 0.10          # how much longer the job's iterations must be for a slow rank
@@ -160,8 +157,9 @@ def port_finding(topo, before, after):
 
 
 def queue_finding(topo, before, after):
-    """link-slow at the port whose queue grew most among those that drained below their link's
-    rate; else UNDECIDED where a queue grew on a port backlogged too briefly to tell; else None."""
+    """link-slow at the port whose queue grew most among those that drained below DRAIN_SLOW of
+    what their link's rate must (drain_share); else UNDECIDED where a queue grew on a port
+    backlogged too briefly to tell; else None."""
     growth, unsure = [], []
     for port, samples in after.queues.items():
         now, then = _mean_packets(samples), _mean_packets(before.queues.get(port, []))
