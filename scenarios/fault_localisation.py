@@ -42,7 +42,7 @@ from testbed.api import (
     TestbedError,
     place,
 )
-from testbed.experiments import FOUND_KINDS, fault_scores, figures, netem_available
+from testbed.experiments import FOUND_KINDS, fault_scores, figures, loss_available
 from testbed.experiments.claims import Claim
 from testbed.experiments.fault_trials import held_out, job_fabric_links, job_links, run_trial
 from testbed.experiments.job_trials import run_watched
@@ -70,8 +70,8 @@ def add_arguments(parser):
     parser.add_argument("--trials", type=int, default=7, help="faulty trials per fabric (default %(default)s)")
     parser.add_argument("--fault-free", type=int, default=4, help="fault-free trials per fabric (default %(default)s)")
     parser.add_argument("--kinds", default=",".join(KINDS),
-                        help="the kinds random faults are drawn from, comma-separated (default: all; port-down only "
-                             "where NICs have two ports; loss where the kernel has netem)")
+                        help="the kinds random faults are drawn from, comma-separated (default: all but loss; port-down"
+                             " only where NICs have two ports; loss: links between switches, any with netem)")
     parser.add_argument("--inject", action="append", default=None, metavar="FAULT",
                         help="KIND:WHERE[:HOW][@WHEN]: this fault in a trial of its own on every fabric, not random "
                              "ones (e.g. slow-link:U0-L1:0.25, hang-rank:3, slow-rank:2:0.01); WHEN (seconds, or 5it: "
@@ -141,10 +141,10 @@ class Plan:
 
 
 def kinds_of(text):
-    allowed = KINDS + (("loss",) if netem_available() else ())
+    allowed = KINDS + (("loss",) if loss_available() else ())
     if "loss" in text.split(",") and "loss" not in allowed:
-        raise TestbedError("--kinds loss: random loss needs the netem qdisc, which this kernel does not have: "
-                           "run it in the lab VM, whose stock kernel has it")
+        raise TestbedError("--kinds loss: random loss needs the netem qdisc or nftables' egress hook; this "
+                           "machine has neither: run ./setup.sh (it installs nftables)")
     return names(text, "--kinds", allowed)
 
 

@@ -47,6 +47,36 @@ def test_a_fault_is_checked_against_the_fabric_and_the_job():
     assert "h0" in (link.a, link.b) and any(n in hpn.switches for n in (link.a, link.b))
 
 
+def test_loss_without_netem_is_dropped_where_a_switch_sends_or_refused_in_one_line(monkeypatch):
+    topo = LeafSpine(2, 2, 2)
+    monkeypatch.setattr(faults, "netem_available", lambda: False)
+    monkeypatch.setattr(fault_trials, "netem_available", lambda: False)
+    monkeypatch.setattr(faults.drops, "available", lambda: True)
+    faults.Fault.parse("loss:leaf0-spine1:0.02").check(topo, 4)
+    with pytest.raises(TestbedError, match="only a link between switches loses packets"):
+        faults.Fault.parse("loss:h0-leaf0:0.02").check(topo, 4)
+    links = [faults.find_link(topo, "h0-leaf0"), faults.find_link(topo, "leaf0-spine1")]
+    for seed in range(5):
+        fault = fault_trials.place_fault(faults.Fault("loss", "", 0.02, 0, 5), topo, links, random.Random(seed), 4)
+        assert fault.where == "leaf0-spine1"
+    monkeypatch.setattr(faults.drops, "available", lambda: False)
+    with pytest.raises(TestbedError, match="neither: run ./setup.sh"):
+        faults.Fault.parse("loss:leaf0-spine1:0.02")
+    with pytest.raises(TestbedError, match="neither: run ./setup.sh"):
+        fl.kinds_of("slow-link,loss")
+
+
+def test_a_loss_rule_is_one_numgen_drop_on_the_port_s_egress(monkeypatch):
+    scripts = []
+    monkeypatch.setattr(faults.drops, "_nft", lambda pid, script, check=True: scripts.append((pid, script)))
+    faults.drops.set_drop(None, "tb1-eth3", 0.025)
+    faults.drops.set_drop(4242, "tb1-eth3", 0.0)
+    (pid, add), (pid2, remove) = scripts
+    assert pid is None and pid2 == 4242
+    assert 'hook egress device "tb1-eth3"' in add and "numgen random mod 1000000 < 25000 counter drop" in add
+    assert "delete chain netdev ai_testbed_loss tb1_eth3" in remove
+
+
 def test_a_cpu_share_becomes_a_cfs_period_and_quota_the_kernel_takes():
     assert faults.CgroupLimit.bandwidth(0.25) == (100_000, 25_000)
     assert faults.CgroupLimit.bandwidth(0.004) == (250_000, 1000)       # a longer period, not a quota below 1 ms

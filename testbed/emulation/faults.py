@@ -15,11 +15,13 @@ WHEN is seconds into the run (8 or 8s) or an iteration (5it: once the collective
 - slow-rank:RANK:SHARE      the rank's process in a cgroup (v1 cpu controller, Mininet's
                             CPULimitedHost way) of SHARE of one CPU: cfs quota over period
 - hang-rank:RANK            the rank stopped (SIGSTOP) and continued after `lasting` (SIGCONT)
-- loss:LINK:FRACTION        both ends drop FRACTION of their packets at random (netem's loss)
+- loss:LINK:FRACTION        both ends drop FRACTION of their packets at random: netem's loss,
+                            or where the kernel has no netem, an nftables rule on each switch
+                            end's egress (``drops``), so only on links between switches
 
 A LINK is two node labels joined by '-' (U0-L1, leaf0-spine1, h3-tor.s0.r1.p0, or bridge and host
-names), with the first of its parallel links. Random loss needs netem, which this kernel lacks: the
-kind is refused in one line where the kernel has no netem (the lab VM's Debian kernel has it).
+names), with the first of its parallel links. Random loss is refused in one line where the kernel
+has neither netem nor nftables' egress hook (or nft is not installed: ./setup.sh installs it).
 Every fault is undone when its time is up, and the run record undoes what a killed run left:
 links come back up with the run (emulation.runrecord), cgroups are removed by ``CgroupLimit``'s
 record entry, a stopped rank is continued and ended with the run's processes.
@@ -30,6 +32,7 @@ import signal
 from dataclasses import dataclass
 from pathlib import Path
 
+from testbed.emulation import drops
 from testbed.emulation.events import Event, toggles
 from testbed.emulation.shaping import netem_available
 from testbed.errors import TestbedError
@@ -55,9 +58,9 @@ class Fault:
         kind, _, rest = spec.partition(":")
         if kind not in KINDS:
             raise TestbedError(f"--inject {text}: unknown fault {kind!r}: use one of {', '.join(KINDS)}")
-        if kind == "loss" and not netem_available():
-            raise TestbedError(f"--inject {text}: random loss needs the netem qdisc, which this kernel does not "
-                               "have (CONFIG_NET_SCH_NETEM): inject it in the lab VM, whose stock kernel has it")
+        if kind == "loss" and not loss_available():
+            raise TestbedError(f"--inject {text}: random loss needs the netem qdisc or nftables' egress hook; "
+                               "this machine has neither: run ./setup.sh (it installs nftables)")
         iteration = None
         try:
             if when.endswith("it"):
@@ -102,7 +105,10 @@ class Fault:
         anything is built)."""
         try:
             if self.kind in ("slow-link", "link-down", "flap", "loss"):
-                find_link(topo, self.where)
+                link = find_link(topo, self.where)
+                if self.kind == "loss" and not netem_available() and not {link.a, link.b} <= set(topo.switches):
+                    raise TestbedError("without netem only a link between switches loses packets (a switch's "
+                                       "egress drops them): choose one")
             elif self.kind == "port-down":
                 port_link(topo, self.where)
             elif self.kind == "switch-down":
@@ -149,6 +155,11 @@ class Fault:
                     Event(self.at + lasting, lambda: _signal(pid, signal.SIGCONT), f"rank {self.where} continued",
                           [], True)]
         raise ValueError(f"no such fault kind: {self.kind}")
+
+
+def loss_available():
+    """Whether random loss can be injected here: netem, or nftables' egress hook (``drops``)."""
+    return netem_available() or drops.available()
 
 
 def _form(kind):

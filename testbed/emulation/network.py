@@ -20,7 +20,7 @@ from mininet.net import Mininet
 from mininet.node import Host, OVSSwitch
 from mininet.util import errRun
 
-from testbed.emulation import cores, ovs, preflight, runrecord, sendbuffer, shaping, slots, txcompletion
+from testbed.emulation import cores, drops, ovs, preflight, runrecord, sendbuffer, shaping, slots, txcompletion
 from testbed.emulation.controller import Controller, wait_for_rules
 from testbed.emulation.cpu import CpuMonitor
 from testbed.emulation.processes import LOOPBACK, POPEN, Program, argv
@@ -520,12 +520,22 @@ class Emulation:
                 shaping.set_rate(ipr, interface(node, port), rate_mbit, self.mtu)
 
     def set_link_loss(self, link, fraction):
-        """Both ends of a link drop `fraction` of their packets at random (0: none, as built)."""
+        """Both ends of a link drop `fraction` of their packets at random (0: none, as built): netem's
+        loss where the kernel has it, else an nftables rule where a switch sends (``drops``)."""
+        netem = shaping.netem_available()
         for node, port in link.ends():
-            if self.here(node):
-                pid = self._netns_of_switch(node) if node in self.topo.switches else self.host(node).pid
+            if not self.here(node):
+                continue
+            pid = self._netns_of_switch(node) if node in self.topo.switches else self.host(node).pid
+            if netem:
                 with shaping.netlink(pid) as ipr:
                     shaping.set_loss(ipr, interface(node, port), fraction, link.queue)
+            elif node in self.topo.switches:
+                if fraction and pid is None:
+                    self.record.note_drops()
+                drops.set_drop(pid, interface(node, port), fraction)
+            elif fraction:
+                raise TestbedError(f"loss on {node}'s link needs netem: without it only a switch's port drops")
 
     def drain(self, links):
         """Route around `links` (up or not) until drain() is called without them: the controller

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from pyroute2 import IPRoute
 
-from testbed.emulation import cores, faults, ovs, sendbuffer
+from testbed.emulation import cores, drops, faults, ovs, sendbuffer
 from testbed.errors import TestbedError
 
 STATE_DIR = Path("/run/ai-testbed")
@@ -141,6 +141,12 @@ class RunRecord:
         self.data["down"] = sorted(down)
         self.save()
 
+    def note_drops(self):
+        """Note that the run adds loss rules in the root namespace (``drops``); sweep() removes them."""
+        if not self.data.get("drops"):
+            self.data["drops"] = True
+            self.save()
+
     def raise_send_buffer(self, pid, size):
         """Raise ovs-vswitchd's send buffer to at least size bytes (see sendbuffer), writing
         down the old size first; sweep() puts it back. Returns False if OVS has no send socket."""
@@ -162,6 +168,8 @@ class RunRecord:
         for path in self.data.get("cgroups", []):      # a slowed rank's (emulation.faults)
             faults.remove_cgroup(path)
         stop_processes(self.data["processes"])
+        if self.data.get("drops"):
+            drops.delete_table()
         bring_up(self.data.get("down", []))
         ovs.delete_bridges(self.data["bridges"])
         # With ovs-vswitchd gone, the userspace datapath's devices (taps named like the bridges) stay.

@@ -13,6 +13,7 @@ and nothing else.
 """
 from testbed.collectives.metrics import failure_timeline
 from testbed.emulation.capacity import capacity, check_link_rate, check_mtu, check_ranks
+from testbed.emulation.faults import loss_available
 from testbed.emulation.ovs import datapath_name
 from testbed.emulation.preflight import datapath
 from testbed.emulation.shaping import netem_available
@@ -28,6 +29,7 @@ from testbed.runs.collision_trials import trial_line
 from testbed.runs.sweep import check_sweep
 
 __all__ = ["failure_timeline", "capacity", "check_link_rate", "check_mtu", "check_ranks", "datapath_name",
-           "datapath", "netem_available", "predict", "FOUND_KINDS", "describe", "describe_all", "flag", "roles",
+           "datapath", "loss_available", "netem_available", "predict", "FOUND_KINDS", "describe", "describe_all",
+           "flag", "roles",
            "nic_downlink_split", "tier_loads", "fault_scores", "figures", "Comparison",
            "sweep", "check_sweep", "trial_line"]

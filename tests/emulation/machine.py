@@ -1,9 +1,11 @@
 """Looking at the machine: what of the testbed is on it."""
 import os
+import shutil
+import subprocess
 import tempfile
 from pathlib import Path
 
-from testbed.emulation import ovs, runrecord
+from testbed.emulation import drops, ovs, runrecord
 
 
 def leftovers():
@@ -13,6 +15,9 @@ def leftovers():
     found += [n for n in os.listdir("/sys/class/net") if n.startswith("tb") and n[2:3].isdigit()]
     found += [str(p) for p in Path(tempfile.gettempdir()).glob("tbslot*")]     # slots' sockets (emulation.slots)
     found += [str(p) for p in Path(tempfile.gettempdir()).glob("tbpart*")]     # a machine's share (machines.part)
+    if shutil.which("nft"):                                                    # loss rules (emulation.drops)
+        tables = subprocess.run(["nft", "list", "tables"], capture_output=True, text=True).stdout.split()
+        found += [t for t in tables if t == drops.TABLE]
     return found
 
 
