@@ -271,7 +271,8 @@ def run(plan, experiment):
         f"{len(located) - faulty} fault-free trials; design comparisons: {', '.join(designs) or 'none'} "
         f"(seed {plan.seed}, {held_out(plan.seed)}); {plan.algorithm} allreduce of {plan.size} B on every host; "
         f"{plan.before:g} s before each fault, {plan.fault_for:g} s of fault, hangs {HANG_LEAST:g}-{plan.hang_for:g} s,"
-        f" links slowed to {SLOW_LINK_RATE} of their rate, ranks to {SLOW_RANK_SHARE} of their CPU")
+        + " links slowed to {:g}-{:g} of their rate, ranks to {:g}-{:g} of their CPU".format(*SLOW_LINK_RATE,
+                                                                                          *SLOW_RANK_SHARE))
     experiment.about.update(seed=plan.seed, runs=[f"{r.label} {r.topo.name}" for r in plan.runs])
     for k, run in enumerate(plan.runs):
         experiment.say(f"\n## {run.design + ': ' + run.label + ', ' if run.design else ''}{run.topo.describe()}, "
@@ -291,9 +292,8 @@ def run(plan, experiment):
     experiment.about["summary"] = lines
     experiment.headline.update(fault_scores.headline(located))
     experiment.say("\nsummary:", *[f"  {line}" for line in lines])
+    fabrics = ", ".join(dict.fromkeys(r["fabric"] for r in rows))
     experiment.figure("located.png", figures.intervals, fault_scores.located_by_kind(located, KINDS + ("loss",)),
-                      xlabel="share located (kind and place), 95% Wilson interval", reference=None,
-                      fabric=", ".join(dict.fromkeys(r["fabric"] for r in rows)))
+                      xlabel="share located (kind and place), 95% Wilson interval", reference=None, fabric=fabrics)
     experiment.figure("detectability.png", figures.intervals, fault_scores.detectability(located),
-                      xlabel="share located by magnitude (kind and place), 95% Wilson interval", reference=0.5,
-                      fabric=", ".join(dict.fromkeys(r["fabric"] for r in rows)))
+                      xlabel="located (kind and place) by magnitude, 95% Wilson", reference=0.5, fabric=fabrics)

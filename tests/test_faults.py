@@ -233,6 +233,10 @@ def test_the_detectability_curve_bins_faults_by_magnitude_and_strong_ones_are_sc
                      "hang-rank >= 3 s stopped (n=1)": 1.0}
     assert [fault_scores.strong(r) for r in rows] == [True, True, False, False, True, True, True]
     assert all(r["correct"] for r in rows if fault_scores.strong(r))       # the weak two missed, 5 of 5
+    lossy = row("loss", False, how=0.049)               # on its own curve, a slow link's class, never strong
+    assert {label: share for label, share, *_ in fault_scores.detectability([lossy])} == \
+        {"loss 0.035-0.06 of its packets dropped (n=1)": 0.0}
+    assert not fault_scores.strong(lossy) and fault_scores.CLASSES["loss"] == "comm slow"
     assert any(line.endswith("below half") for line in fault_scores.detectability_lines(rows))
     # an injected slow rank gives its share outright: no magnitude on the scale, counted as strong
     assert fault_scores.strong(row("slow-rank", True, how=0.01)) and not fault_scores.detectability(

@@ -11,16 +11,18 @@ from testbed.report.paired import Comparison, figure, resampled, wilson
 # fabric routes around it); a slowed link, communication, slow; a slowed rank, computation, slow; a
 # stopped rank, computation, hung.
 CLASSES = {"slow-link": "comm slow", "link-down": "comm hung", "flap": "comm hung", "switch-down": "comm hung",
-           "port-down": "comm hung", "slow-rank": "compute slow", "hang-rank": "compute hung"}
+           "port-down": "comm hung", "slow-rank": "compute slow", "hang-rank": "compute hung", "loss": "comm slow"}
 FOUND_CLASSES = {"link-slow": "comm slow", "link-down": "comm hung", "switch-down": "comm hung",
                  "rank-slow": "compute slow", "rank-hung": "compute hung"}
 # A fault's magnitude, by kind: a slowed link's fraction of its rate, a slowed rank's of the CPU it
 # used, a hang's seconds; the bins of the detectability curve; and what counts as strong (a link at
-# half its rate or less, a rank at 0.7 of its CPU or less: >= 30% slower where it computes).
+# half its rate or less, a rank at 0.7 of its CPU or less: >= 30% slower where it computes; no
+# lossy link: the done-means' score is over slowed links, ranks and the kinds without a magnitude).
 MAGNITUDE = {"slow-link": ("how", "of its rate", ((0.3, 0.5), (0.5, 0.7), (0.7, 0.85), (0.85, 1.0))),
              "slow-rank": ("share_of_use", "of its CPU", ((0.4, 0.55), (0.55, 0.7), (0.7, 0.8), (0.8, 1.0))),
-             "hang-rank": ("lasting_s", "s stopped", ((0.5, 1.5), (1.5, 3.0), (3.0, 60.0)))}
-STRONG = {"slow-link": 0.5, "slow-rank": 0.7}
+             "hang-rank": ("lasting_s", "s stopped", ((0.5, 1.5), (1.5, 3.0), (3.0, 60.0))),
+             "loss": ("how", "of its packets dropped", ((0.01, 0.02), (0.02, 0.035), (0.035, 0.06)))}
+STRONG = {"slow-link": 0.5, "slow-rank": 0.7, "loss": 0.0}
 GREYHOUND_RECOVERY = "Greyhound/Falcon (ATC 2025): 1.58x throughput recovered on 256 GPUs with injected stragglers"
 # what the production detectors publish, named as theirs (none of them can be rerun)
 PUBLISHED = ("Minder (NSDI 2025): precision 0.904, F1 0.893, 3.6 s to react on average",
@@ -77,7 +79,7 @@ def magnitude(row):
 
 def strong(row):
     """A fault the done-means asks to be found: any kind without a magnitude, a hang, a link at half
-    its rate or less, a rank at 0.7 of its CPU or less."""
+    its rate or less, a rank at 0.7 of its CPU or less (no lossy link: its bound is 0)."""
     m, bound = magnitude(row), STRONG.get(row["injected"])
     return m is None or bound is None or m <= bound
 
