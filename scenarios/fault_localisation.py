@@ -25,7 +25,7 @@ controller routes around a link the monitor names slow as soon as it does, as C4
 flows, and the bandwidth regained is reported.
 """
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from scenarios.common import add_seed_argument, at_least, fabric, names, seed_of
 from testbed.api import (
@@ -42,9 +42,9 @@ from testbed.api import (
     TestbedError,
     place,
 )
-from testbed.experiments import FOUND_KINDS, fault_scores, figures, loss_available
+from testbed.experiments import ADDED, FOUND_KINDS, fault_scores, figures, loss_available
 from testbed.experiments.claims import Claim
-from testbed.experiments.fault_trials import held_out, job_fabric_links, job_links, run_trial
+from testbed.experiments.fault_trials import Trial, held_out, job_fabric_links, ready_job, run_trial
 from testbed.experiments.job_trials import run_watched
 
 NAME = "fault_localisation"
@@ -97,17 +97,11 @@ def add_arguments(parser):
                         "with a second job's traffic starting and stopping: false alarms under drift (default 0)")
     parser.add_argument("--second-job", action="store_true", help="a second job's traffic comes and goes during every "
                         "trial, faulty or not: a confounder the faults are found through")
+    parser.add_argument("--straggler", type=float, default=0, help="a rank per fabric held at this share of the CPU "
+                        "it used, from the job's first second: slow from the start and no fault (default 0: none)")
     parser.add_argument("--react", action="store_true",
                         help="route around a link as soon as the detector names it slow, and report what that regains")
     add_seed_argument(parser, "the faults' draws")
-
-
-@dataclass(frozen=True)
-class Trial:        # fault: api.Fault, or None (fault-free); share_of_use: a slow rank's, of what it used
-    number: int
-    fault: object
-    share_of_use: float = 0.0
-    drift: float = 0.0     # seconds fault-free with a second job's traffic starting and stopping
 
 
 @dataclass(frozen=True)
@@ -119,6 +113,7 @@ class Run:
     routing: str
     trials: tuple
     design: str | None = None
+    straggler: tuple | None = field(default=None, metadata={ADDED: "--straggler"})   # (rank, CPU share): no fault
 
 
 @dataclass
@@ -158,6 +153,8 @@ def prepare(args):
     at_least(args.fault_for, 1, "--fault-for", " s")
     if args.drift and not 60 <= args.drift <= 3600:
         raise TestbedError(f"--drift must be 0 or 60 to 3600 s, for a second job to come and go (got {args.drift:g})")
+    if args.straggler and not SLOW_RANK_SHARE[0] <= args.straggler < 1:
+        raise TestbedError(f"--straggler must be 0 or {SLOW_RANK_SHARE[0]:g} to 1 (got {args.straggler:g})")
     args.hang_for = min(5.0, args.fault_for) if args.hang_for is None else args.hang_for
     if not HANG_LEAST <= args.hang_for <= args.fault_for:
         raise TestbedError(f"--hang-for must be between {HANG_LEAST:g} s and --fault-for ({args.fault_for:g} s); "
@@ -179,7 +176,8 @@ def prepare(args):
             draw_trials(topo, kinds, args, rng)
         trials += (Trial(len(trials), None, drift=args.drift),) if args.drift else ()
         if trials:
-            runs.append(Run(topo.spec, topo, "ecmp", trials))
+            runs.append(Run(topo.spec, topo, "ecmp", trials,
+                            straggler=(rng.randrange(ranks), args.straggler) if args.straggler else None))
     for name in designs:
         runs += design_runs(name, topos, args, rng, seed)
     for run in runs[len(topos):]:
@@ -254,11 +252,12 @@ def run_one(experiment, plan, k, run, keep):
     return run_watched(experiment, topo, run.routing, Comm(schedule, tuple(hosts)), plan.size, run.trials,
                        lambda emu, watch, trial, links: run_trial(
                            emu, watch, trial, topo, links, rng, before=plan.before, fault_for=plan.fault_for,
-                           react=plan.react, stall_limit=plan.stall_limit, second_job=plan.second_job),
+                           react=plan.react, stall_limit=plan.stall_limit, second_job=plan.second_job,
+                           straggler=run.straggler),
                        draw=Draw(draw_seed, bond), stall_limit=plan.stall_limit, mtu=plan.mtu,
                        folder=experiment.results.path / (f"{run.design}_{run.label}" if run.design else f"fabric{k}"),
                        on_row=lambda row: keep(dict(row, run=run.label, design=run.design)),
-                       prepare=lambda emu, watch: job_links(topo, emu, watch, Draw(draw_seed, bond)))
+                       prepare=lambda emu, watch: ready_job(topo, emu, watch, Draw(draw_seed, bond), run.straggler))
 
 
 def run(plan, experiment):
@@ -276,7 +275,8 @@ def run(plan, experiment):
     experiment.about.update(seed=plan.seed, runs=[f"{r.label} {r.topo.name}" for r in plan.runs])
     for k, run in enumerate(plan.runs):
         experiment.say(f"\n## {run.design + ': ' + run.label + ', ' if run.design else ''}{run.topo.describe()}, "
-                       f"{run.routing} routing", section="rows")
+                       f"{run.routing} routing" + (", a straggler: rank {} at {:g} of its CPU from the job's start"
+                                                   .format(*run.straggler) if run.straggler else ""), section="rows")
         run_one(experiment, plan, k, run,
                 lambda row: experiment.row(row, fault_scores.trial_line(row), csv="fault_localisation.csv",
                                            omit=("events", "alarms")))

@@ -204,6 +204,23 @@ def test_false_alarms_under_drift_are_counted_per_10_windows_apart():
     assert fault_scores.drift_line(rows[:1]) == ""
 
 
+def test_a_straggler_from_the_start_is_spared_by_rank_faults_and_its_false_alarms_are_counted_apart():
+    topo = LeafSpine(2, 2, 2)
+    rng = random.Random(3)
+    for _ in range(20):
+        fault = fault_trials.place_fault(faults.Fault("slow-rank", "", 0.5, 0, 5), topo, [], rng, 4, straggler=2)
+        assert fault.where != "2"
+    row = lambda found, where, alarms: dict(injected="none", found=found, found_where=where, correct=found == "none",
+                                            kind_correct=found == "none", detect_s=None, during_over_before=1.0,
+                                            false_alarms=alarms, healthy_s=10.0, healthy_windows=10,
+                                            straggler="rank 2 at 0.5 of its CPU", alarms=[])
+    rows = [row("none", "", 0), row("rank-slow", "rank 2", 1), row("rank-slow", "rank 1", 2)]
+    assert fault_scores.straggler_line(rows) == (
+        "with a straggler slow from the job's start (no fault): 2 of 3 fault-free trials alarmed (1 naming the "
+        "straggler), 3 false alarms in 30 windows = 1.00 per 10 windows")
+    assert fault_scores.straggler_line([dict(r, straggler=None) for r in rows]) == ""
+
+
 def test_precision_recall_and_f1_per_c4_class_count_wrong_and_false_alarms_against_the_named_class():
     row = lambda injected, found, correct: dict(injected=injected, found=found, correct=correct)
     rows = [row("slow-link", "link-slow", True), row("slow-link", "none", False),

@@ -158,6 +158,8 @@ BAD = [  # (options, what the one line must say); every scenario's options, buil
     (["multi_job", "--priority", "fair"], "invalid choice: 'fair'"),
     (["fault_localisation", "--kinds", "meteor"], "--kinds: unknown meteor"),
     (["fault_localisation", "--kinds", ""], "--kinds is empty"),
+    (["fault_localisation", "--straggler", "0.2"], "--straggler must be 0 or 0.4 to 1"),
+    (["fault_localisation", "--straggler", "1"], "--straggler must be 0 or 0.4 to 1"),
     (["fault_localisation", "--inject", "slow-link:U0-X9:0.3", "--topology", "bigraph:2,8"], "no host or switch 'X9'"),
     (["fault_localisation", "--inject", "slow-link:U0-L1:3", "--topology", "bigraph:2,8"],
      "the fraction must be between 0.01 and 1"),

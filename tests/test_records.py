@@ -1,6 +1,7 @@
 """Runs as records and pages drawn from them (no root): a run's fingerprint says what it does and
 nothing else, a record keeps the command that reruns it, a bad record is refused in one line, a
 page's block is what its record gives, and a page goes stale exactly where its run's plan changed."""
+import dataclasses
 import importlib
 import json
 
@@ -12,7 +13,7 @@ from testbed.errors import TestbedError
 from testbed.experiments import pages
 from testbed.experiments import record as records
 from testbed.experiments.claims import Claim, check_claims, refuted
-from testbed.experiments.fingerprint import canonical, changed, of_run
+from testbed.experiments.fingerprint import ADDED, canonical, changed, of_run
 
 
 def args_of(*argv):
@@ -83,6 +84,18 @@ def test_canonical_data_names_no_memory_address():
             self.x, self.seed, self._private = 1.5, 99, object()
     assert canonical(Thing()) == {"class": "Thing", "x": 1.5}
     assert "0x" not in json.dumps(canonical({"f": test_canonical_data_names_no_memory_address}))
+
+
+def test_a_field_added_later_is_left_out_at_its_default_so_old_runs_stay_current():
+    @dataclasses.dataclass
+    class Run:
+        x: int
+        new: float = dataclasses.field(default=0.0, metadata={ADDED: "--new"})
+    assert canonical(Run(1)) == {"class": "Run", "x": 1}           # as before the field was added
+    assert canonical(Run(1, 0.5)) == {"class": "Run", "x": 1, "new": 0.5}
+    base = of_run(SCENARIOS["fault_localisation"], args_of("fault_localisation", "--seed", "5"))
+    other = of_run(SCENARIOS["fault_localisation"], args_of("fault_localisation", "--seed", "5", "--straggler", "0.5"))
+    assert changed(base, other) == ["runs"]
 
 
 def test_a_record_keeps_the_command_that_reruns_it():

@@ -7,6 +7,7 @@ fault. ``fault_localisation`` runs its trials on it."""
 import contextlib
 import threading
 import time
+from dataclasses import dataclass
 
 from testbed import routing
 from testbed.collectives.connections import rank_connections, step_transfers
@@ -25,6 +26,15 @@ EXPECTED = {"slow-link": "link-slow", "link-down": "link-down", "flap": "link-do
             "switch-down": "switch-down", "slow-rank": "rank-slow", "hang-rank": "rank-hung", "loss": "link-slow"}
 STEP_S = 0.25            # how often a trial looks at the monitor's alarms while the fault lasts
 REACT_SETTLE_S = 0.5     # after rerouting, the flows' queues drain before the bandwidth counts
+STRAGGLER_USE_S = 0.5    # how long a straggler's CPU use is measured before it is held to its share
+
+
+@dataclass(frozen=True)
+class Trial:        # fault: api.Fault, or None (fault-free); share_of_use: a slow rank's, of what it used
+    number: int
+    fault: object
+    share_of_use: float = 0.0
+    drift: float = 0.0     # seconds fault-free with a second job's traffic starting and stopping
 
 
 def held_out(seed):
@@ -42,6 +52,21 @@ def job_links(topo, emu, watch, draw):
                   key=lambda link: (link.a, link.a_port, link.b, link.b_port))
 
 
+def ready_job(topo, emu, watch, draw, straggler=None):
+    """The links the job crosses (``job_links``), once a straggler (rank, share), if any, is held at
+    `share` of the CPU it used over the job's first STRAGGLER_USE_S: slow from the start, as a rank
+    with more work than the others is (stage imbalance), and no fault. The monitor's baseline, filled
+    over the job's first windows, holds it."""
+    if straggler:
+        rank, share = straggler
+        pid, started = watch.rank_pids[rank], watch.now()
+        used = process_seconds(pid)
+        watch.wait(started + STRAGGLER_USE_S)
+        use = (process_seconds(pid) - used) / (watch.now() - started)
+        faults.CgroupLimit(emu.record, pid, max(faults.CgroupLimit.MIN_SHARE, round(use * share, 4))).apply()
+    return job_links(topo, emu, watch, draw)
+
+
 def job_fabric_links(topo, mode, algorithm, count, draw, port=7000):
     """The switch-to-switch links ("A-B", by label) the job's data crosses under routing `mode`, as
     the routes and hashing put its connections (`draw`, the port the watched job listens on),
@@ -56,8 +81,9 @@ def job_fabric_links(topo, mode, algorithm, count, draw, port=7000):
                   if link.a in topo.switches and link.b in topo.switches)
 
 
-def place_fault(fault, topo, links, rng, ranks):
-    """The fault at a place the job uses, drawn with rng (a given fault keeps its place)."""
+def place_fault(fault, topo, links, rng, ranks, straggler=None):
+    """The fault at a place the job uses, drawn with rng (a given fault keeps its place; a rank's
+    fault is never the straggler's, whose cgroup it would take over)."""
     if fault.where:
         return fault
     label = lambda node: topo.label(node) if node in topo.switches else node
@@ -79,7 +105,7 @@ def place_fault(fault, topo, links, rng, ranks):
         used = sorted({n for link in links for n in (link.a, link.b) if n in topo.switches})
         return _with(fault, label(rng.choice(used)))
     else:
-        return _with(fault, str(rng.randrange(ranks)))
+        return _with(fault, str(rng.choice([r for r in range(ranks) if r != straggler])))
     return _with(fault, f"{label(link.a)}-{label(link.b)}")
 
 
@@ -147,7 +173,7 @@ class SecondJob:
 
 
 def run_trial(emu, watch, trial, topo, links, rng, *, before, fault_for, react=False, stall_limit=20.0,
-              second_job=False):
+              second_job=False, straggler=None):
     """One trial on a running watch (trial: its number, its fault or None, and for a slow rank the
     CPU share as a fraction of its use): `before` seconds of the job, the fault for `fault_for`
     seconds (rerouting around a link the monitor names slow, with `react`), the job settling; its
@@ -157,10 +183,12 @@ def run_trial(emu, watch, trial, topo, links, rng, *, before, fault_for, react=F
     injection (in a fault-free trial, all of them; an alarm standing on from the trial before is no
     new incident, but it is the finding of a fault-free trial). A trial with `drift` seconds is a
     fault-free one that long, with a second job's traffic starting and stopping (``SecondJob``);
-    `second_job`: a second job's traffic comes and goes during the trial, faulty or not."""
+    `second_job`: a second job's traffic comes and goes during the trial, faulty or not; `straggler`:
+    the (rank, share) that ``ready_job`` holds back, said in the row and spared by a rank's fault."""
     monitor = watch.monitor
     watch.wait(watch.started + monitor.cadence * (monitor.healthy.maxlen + 1))   # its baseline filled first
-    fault = trial.fault and place_fault(trial.fault, topo, links, rng, len(watch.comm.hosts))
+    fault = trial.fault and place_fault(trial.fault, topo, links, rng, len(watch.comm.hosts),
+                                        straggler and straggler[0])
     pids, start = watch.rank_pids, watch.now()
     used = [process_seconds(pid) for pid in pids]
     drift, second = trial.drift, None
@@ -225,7 +253,7 @@ def run_trial(emu, watch, trial, topo, links, rng, *, before, fault_for, react=F
             "detect_s": None if detect is None else round(detect, 2),
             "false_alarms": sum(a.new for a in false), "healthy_s": round((inject if fault else end) - start, 2),
             "healthy_windows": round(((inject if fault else end) - start) / monitor.cadence),
-            "drift_s": drift or None,
+            "drift_s": drift or None, "straggler": straggler and f"rank {straggler[0]} at {straggler[1]:g} of its CPU",
             "second_job_s": round(sum(b - a for a, b in second.bursts), 1) if second else None,
             "alarms": [dict(a.to_dict(), at=round(a.at - watch.started, 3)) for a in monitor.between(start, end)],
             "busbw_before_MBps": round(b / 1e6, 4), "busbw_during_MBps": round(d / 1e6, 4),

@@ -28,6 +28,9 @@ from testbed.topology import Topology
 
 ROOT = Path(__file__).resolve().parents[2]
 LEFT_OUT = {"seed"}          # drawn anew by a run that is not given one: not what the run does
+# A dataclass field added after runs were kept, with this key in its metadata, is left out where it
+# holds its default: there the run does what the runs before the field did (a new option, off).
+ADDED = "added"
 SAMPLE_COUNT = 64            # elements per rank at which a placed schedule's steps are written out
 
 
@@ -66,8 +69,9 @@ def canonical(value, _seen=()):
         return sorted((canonical(v, seen) for v in value), key=lambda v: json.dumps(v, sort_keys=True))
     if callable(value) and hasattr(value, "__qualname__"):
         return f"{getattr(value, '__module__', '')}.{value.__qualname__}"
-    fields = ({f.name: getattr(value, f.name) for f in dataclasses.fields(value)} if dataclasses.is_dataclass(value)
-              else vars(value) if hasattr(value, "__dict__") else None)
+    fields = ({f.name: getattr(value, f.name) for f in dataclasses.fields(value)
+               if not (f.metadata.get(ADDED) and getattr(value, f.name) == f.default)}
+              if dataclasses.is_dataclass(value) else vars(value) if hasattr(value, "__dict__") else None)
     if fields is None:
         return repr(value)
     return {"class": type(value).__name__,

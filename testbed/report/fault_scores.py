@@ -157,6 +157,19 @@ def drift_line(rows):
             f"{10 * count / max(windows, 1):.2f} per 10 windows" + (f" ({', '.join(kinds)})" if kinds else ""))
 
 
+def straggler_line(rows):
+    """False alarms over the fault-free trials of a job with a straggler from its start, or ''."""
+    free = [r for r in rows if r.get("straggler") and r["injected"] == "none"]
+    if not free:
+        return ""
+    count, windows = sum(r["false_alarms"] for r in free), sum(r["healthy_windows"] for r in free)
+    alarmed = [r for r in free if r["found"] != "none"]
+    named = sum(r["found_where"] == r["straggler"].split(" at ")[0] for r in alarmed)
+    return (f"with a straggler slow from the job's start (no fault): {len(alarmed)} of {len(free)} fault-free "
+            f"trials alarmed ({named} naming the straggler), {count} false alarms in {windows} windows = "
+            f"{10 * count / max(windows, 1):.2f} per 10 windows")
+
+
 def summary_lines(rows, kinds, found_kinds):
     """The score of trials whose faults were drawn from `kinds` and found as `found_kinds`."""
     faulty = [r for r in rows if r["injected"] != "none"]
@@ -169,7 +182,7 @@ def summary_lines(rows, kinds, found_kinds):
     lines.append(share_line("kind right", sum(r["kind_correct"] for r in faulty), len(faulty)))
     lines.append(share_line("fault-free trials with an alarm", sum(r["found"] != "none" for r in free), len(free)))
     lines.append(false_alarm_line(rows))
-    lines += [line for line in (drift_line(rows),) if line]
+    lines += [line for line in (drift_line(rows), straggler_line(rows)) if line]
     lines += class_lines(rows)
     lines += detectability_lines(faulty)
     lines.append("time from injection to the alarm that named it, per kind: median s (range, trials), median "
