@@ -254,6 +254,8 @@ def test_the_detectability_curve_bins_faults_by_magnitude_and_strong_ones_are_sc
     assert {label: share for label, share, *_ in fault_scores.detectability([lossy])} == \
         {"loss 0.035-0.06 of its packets dropped (n=1)": 0.0}
     assert not fault_scores.strong(lossy) and fault_scores.CLASSES["loss"] == "comm slow"
+    lossy.update(found="rank-slow", found_where="rank 3")       # no strong fault and no fault-free trial to score
+    assert "  strong faults precision -" in "\n".join(fault_scores.class_lines([lossy]))
     assert any(line.endswith("below half") for line in fault_scores.detectability_lines(rows))
     # an injected slow rank gives its share outright: no magnitude on the scale, counted as strong
     assert fault_scores.strong(row("slow-rank", True, how=0.01)) and not fault_scores.detectability(

@@ -63,7 +63,7 @@ def ready_job(topo, emu, watch, draw, straggler=None):
         used = process_seconds(pid)
         watch.wait(started + STRAGGLER_USE_S)
         use = (process_seconds(pid) - used) / (watch.now() - started)
-        faults.CgroupLimit(emu.record, pid, max(faults.CgroupLimit.MIN_SHARE, round(use * share, 4))).apply()
+        faults.CgroupLimit(emu.emulation.record, pid, max(faults.CgroupLimit.MIN_SHARE, round(use * share, 4))).apply()
     return job_links(topo, emu, watch, draw)
 
 

@@ -56,7 +56,7 @@ def class_scores(rows):
 def class_lines(rows):
     """Precision, recall (Wilson intervals) and F1 per C4 class and over all."""
     def said(e):
-        return "-" if e[0] is None else f"{e[0]:.2f} [{e[1]:.2f}, {e[2]:.2f}]"
+        return "-" if e is None or e[0] is None else f"{e[0]:.2f} [{e[1]:.2f}, {e[2]:.2f}]"
     lines = ["per class (C4's: communication or not, slow or hung), precision and recall [95% interval], F1:"]
     scores = class_scores(rows)
     scores["strong faults"] = class_scores(strong_and_free(rows)).get("overall", (None, None, None))
