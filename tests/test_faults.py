@@ -50,7 +50,6 @@ def test_a_fault_is_checked_against_the_fabric_and_the_job():
 def test_loss_without_netem_is_dropped_where_a_switch_sends_or_refused_in_one_line(monkeypatch):
     topo = LeafSpine(2, 2, 2)
     monkeypatch.setattr(faults, "netem_available", lambda: False)
-    monkeypatch.setattr(fault_trials, "netem_available", lambda: False)
     monkeypatch.setattr(faults.drops, "available", lambda: True)
     faults.Fault.parse("loss:leaf0-spine1:0.02").check(topo, 4)
     with pytest.raises(TestbedError, match="only a link between switches loses packets"):

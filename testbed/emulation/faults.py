@@ -106,7 +106,7 @@ class Fault:
         try:
             if self.kind in ("slow-link", "link-down", "flap", "loss"):
                 link = find_link(topo, self.where)
-                if self.kind == "loss" and not netem_available() and not {link.a, link.b} <= set(topo.switches):
+                if self.kind == "loss" and not can_lose(topo, link):
                     raise TestbedError("without netem only a link between switches loses packets (a switch's "
                                        "egress drops them): choose one")
             elif self.kind == "port-down":
@@ -160,6 +160,11 @@ class Fault:
 def loss_available():
     """Whether random loss can be injected here: netem, or nftables' egress hook (``drops``)."""
     return netem_available() or drops.available()
+
+
+def can_lose(topo, link):
+    """Whether a link can lose packets here: any with netem, else one between switches (``drops``)."""
+    return netem_available() or {link.a, link.b} <= set(topo.switches)
 
 
 def _form(kind):

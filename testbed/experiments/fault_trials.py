@@ -15,7 +15,6 @@ from testbed.collectives.placements import place
 from testbed.emulation import faults
 from testbed.emulation.cpu import process_seconds
 from testbed.emulation.events import Timeline
-from testbed.emulation.shaping import netem_available
 from testbed.errors import TestbedError
 from testbed.fidelity.diagnosis import TUNED_ON_SEEDS, Finding
 from testbed.probes.flows import measure_flows
@@ -90,10 +89,10 @@ def place_fault(fault, topo, links, rng, ranks, straggler=None):
     fabric_links = [link for link in links if all(n in topo.switches for n in (link.a, link.b))]
     host_links = [link for link in links if link not in fabric_links]
     single = [link for link in host_links if len(topo.hosts[link.a if link.a in topo.hosts else link.b].ports) == 1]
-    if fault.kind == "slow-link" or (fault.kind == "loss" and netem_available()):
+    if fault.kind == "slow-link":
         link = rng.choice(links)
-    elif fault.kind == "loss":          # nftables drops where a switch sends (emulation.drops)
-        link = rng.choice(fabric_links)
+    elif fault.kind == "loss":
+        link = rng.choice([link for link in links if faults.can_lose(topo, link)])
     elif fault.kind in ("link-down", "flap"):
         link = rng.choice(fabric_links + single or links)
     elif fault.kind == "port-down":
