@@ -1,8 +1,8 @@
 """Faults located from what an operator sees: a collective runs back to back on each fabric while
 random faults, one per trial, slow or cut a link, take a switch or a bonded NIC's port down, or
-slow or stop a rank; a detector (``fidelity.diagnosis``) that reads only the ranks' step timings,
-the switch ports' queues and counters and the controller's port events names each fault's kind
-and place; the scenario scores it and measures what each kind of fault costs the collective.
+slow or stop a rank; a detector (``fidelity.diagnosis``) that reads only the ranks' step timings and
+retransmissions, the job's paths, the switch ports' queues and counters and the controller's port
+events names each fault's kind and place; the scenario scores it and measures each kind's cost.
 
 Alibaba's C4 (arXiv 2406.04594) found faulty and slow components from the collective library's
 own timings (collectives are periodic; every rank does the same work). A trial: `--before` s of

@@ -164,3 +164,41 @@ def test_a_watchs_window_holds_the_iterations_that_ended_in_it_and_its_samples_a
     assert before.timing == ["a"] and after.timing == ["b", "c"]
     assert [t for t, *_ in after.queues["tb1-eth3"]] == [2.0, 2.5, 3.0]
     assert [round(t, 3) for t, *_ in after.events] == [2.2] and watch.wrong(2.0, 3.0) == 1
+
+
+def lossy_case():
+    """LeafSpine(3, 2, 1), h0 h1 h2 one per leaf; rank pairs' paths as hashing might put them: ranks 0
+    and 2 reach rank 1 over spine0, rank 1 answers over spine1. A window where ranks 0 and 2
+    each retransmitted 2 segments to rank 1 per iteration, and one where nobody did."""
+    from testbed.emulation.faults import find_link
+    topo = LeafSpine(3, 2, 1)
+    path = lambda *hops: frozenset(find_link(topo, f"{a}-{b}") for a, b in zip(hops, hops[1:]))
+    paths = {(0, 1): path("h0", "leaf0", "spine0", "leaf1", "h1"), (2, 1): path("h2", "leaf2", "spine0", "leaf1", "h1"),
+             (1, 0): path("h1", "leaf1", "spine1", "leaf0", "h0"), (1, 2): path("h1", "leaf1", "spine1", "leaf2", "h2")}
+    timing = ring_timing(ranks=3)
+    lossy = [dict(t, retrans=[[1, 2]] if r in (0, 2) else []) for r, t in enumerate(timing)]
+    return topo, paths, Window([timing] * 3, {}, []), Window([lossy] * 3, {}, [])
+
+
+def test_a_link_that_loses_packets_is_named_from_the_pairs_that_retransmitted():
+    """leaf1-spine0 is the one link both retransmitting pairs cross and no clean pair does (rank 1's
+    own link carries its clean sends too): 007's vote names it."""
+    topo, paths, clean, lossy = lossy_case()
+    found = diagnose(topo, clean, lossy, paths)
+    assert (found.kind, found.where) == ("link-slow", "leaf1-spine0") and found.confidence == 0.5
+    assert "12 segments retransmitted" in found.evidence and "2 of the 2 rank pairs" in found.evidence
+    one = Window([[dict(t, retrans=[[1, 2]] if r == 0 else []) for r, t in enumerate(lossy.timing[0])]] * 3, {}, [])
+    alone = {pair: links for pair, links in paths.items() if pair != (2, 1)}
+    found = diagnose(topo, clean, one, alone)       # one pair alone crosses spine0: its two fabric links tie
+    assert (found.where, found.confidence) == ("leaf0-spine0", 0.0)
+    assert found.evidence.endswith("the paths cannot tell it from leaf1-spine0")
+
+
+def test_retransmissions_a_full_fifo_explains_or_the_baseline_had_are_no_lossy_link():
+    """Drops at a switch port's FIFO limit on the pairs' path are congestion; the same retransmissions
+    in the window before are the job's normal; and without the paths nothing is named from them."""
+    topo, paths, clean, lossy = lossy_case()
+    dropping = dict(lossy.__dict__, queues={"tb4-eth2": [(0.0, 90, 810000, 3, 0.0), (1.0, 90, 810000, 9, RATE)]})
+    assert diagnose(topo, clean, Window(**dropping), paths).kind == "none"      # spine0 -> leaf1 dropped
+    assert diagnose(topo, lossy, lossy, paths).kind == "none"
+    assert diagnose(topo, clean, lossy).kind == "none"

@@ -220,6 +220,13 @@ def test_a_straggler_from_the_start_is_spared_by_rank_faults_and_its_false_alarm
     assert fault_scores.straggler_line([dict(r, straggler=None) for r in rows]) == ""
 
 
+def test_the_windows_the_monitor_left_undecided_are_counted():
+    rows = [{"windows": 12, "undecided_windows": 1}, {"windows": 8, "undecided_windows": 0}, {"windows": 5}]
+    assert fault_scores.undecided_line(rows) == ("undecided windows (a queue grew too briefly to tell a slow link "
+                                                 "from congestion): 1 of 20 (5%)")
+    assert fault_scores.undecided_line(rows[2:]) == ""
+
+
 def test_precision_recall_and_f1_per_c4_class_count_wrong_and_false_alarms_against_the_named_class():
     row = lambda injected, found, correct: dict(injected=injected, found=found, correct=correct)
     rows = [row("slow-link", "link-slow", True), row("slow-link", "none", False),
@@ -358,17 +365,43 @@ def test_a_queue_that_rose_late_in_a_window_waits_for_the_next_one():
     monitor.poll(12.0)
     assert [(a.at, a.finding.kind) for a in monitor.alarms] == [(12.0, "link-slow")]
     assert list(monitor.healthy) == healthy                        # neither window joined it
+    assert monitor.undecided == [11.0]                             # and the first is on record
 
 
 def test_a_rank_is_named_slow_only_where_the_job_ran_slower():
     """Greyhound's rule: a shift under 10% of the iteration is not a fault to page for."""
-    from testbed.fidelity.diagnosis import iteration_seconds, slower_job
+    from testbed.fidelity.diagnosis import Window, iteration_seconds, slower_job
     it = lambda length: [{"start": 0.0, "steps": [[0.0, length, None, 1, False]]},
                          {"start": 0.001, "steps": [[0.001, length / 2, None, 0, False]]}]
+    window = lambda *lengths: Window([it(x) for x in lengths], {}, [])
     assert iteration_seconds(it(0.2)) == pytest.approx(0.2)
-    assert not slower_job([it(0.2)] * 4, [it(0.215)] * 2)
-    assert slower_job([it(0.2)] * 4, [it(0.23)] * 2)
-    assert slower_job([], [it(0.2)])
+    assert not slower_job(window(0.2, 0.2, 0.2, 0.2), window(0.215, 0.215))
+    assert slower_job(window(0.2, 0.2, 0.2, 0.2), window(0.23, 0.23))
+    assert slower_job(window(), window(0.2))
+
+
+def test_a_rank_slow_from_the_start_is_judged_against_its_own_worst_window():
+    """A straggler's stalls come and go: a window where it stalls a little more than on average
+    before, but no more than in its worst window before, is its normal and raises nothing; the
+    same window against a baseline where it never stalled names it."""
+    from testbed.fidelity.diagnosis import Window, rank_finding
+    from testbed.fidelity.monitor import merged
+
+    def iteration(stall):
+        """Four ranks in a ring, two 20 ms steps each, rank 2's second step `stall` s longer."""
+        ranks, t0 = [], 0.0
+        for r in range(4):
+            end1 = t0 + 0.020
+            ranks.append({"start": t0, "steps": [[t0, end1, None, (r + 1) % 4, False],
+                                                 [end1, end1 + 0.020 + (stall if r == 2 else 0.0),
+                                                  None, (r + 1) % 4, False]]})
+        return ranks
+
+    window = lambda stall: Window([iteration(stall)] * 3, {}, [])
+    straggling = merged([window(0.0), window(0.030), window(0.002), window(0.010)])
+    assert rank_finding(straggling, window(0.025)) is None
+    found = rank_finding(merged([window(0.0)] * 4), window(0.025))
+    assert (found.kind, found.where) == ("rank-slow", "rank 2")
 
 
 def test_a_fault_s_cost_interval_stays_inside_what_the_trials_measured():

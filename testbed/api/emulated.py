@@ -201,7 +201,8 @@ class Emulated:
     def watch(self, comm: together.Comm, size: int, *, draw: Draw | None = None, stall_limit: float = 15.0,
               interval: float = 0.02, cadence: float = CADENCE_S, baseline: int = BASELINE_WINDOWS) -> Watch:
         """The collective running back to back, watched as an operator watches a training job (its
-        ranks' step timings, the switch queues every `interval` s, the controller's port events),
+        ranks' step timings and retransmissions, the switch queues every `interval` s, the
+        controller's port events; with a draw, which fixes its 5-tuples, its paths for lossy links),
         until the block ends: ``with emu.watch(comm, size) as w: ... w.monitor.poll(w.now())``
         gives the alarms of the operator's monitor (windows of `cadence` s, each against `baseline`
         healthy ones before it; told nothing of a fault), ``w.diagnose(before, after)`` the

@@ -255,6 +255,8 @@ def run_trial(emu, watch, trial, topo, links, rng, *, before, fault_for, react=F
             "drift_s": drift or None, "straggler": straggler and f"rank {straggler[0]} at {straggler[1]:g} of its CPU",
             "second_job_s": round(sum(b - a for a, b in second.bursts), 1) if second else None,
             "alarms": [dict(a.to_dict(), at=round(a.at - watch.started, 3)) for a in monitor.between(start, end)],
+            "windows": round((end - start) / monitor.cadence),
+            "undecided_windows": sum(start < t <= end for t in monitor.undecided),
             "busbw_before_MBps": round(b / 1e6, 4), "busbw_during_MBps": round(d / 1e6, 4),
             "during_over_before": round(d / b, 3) if b else None, "iterations": len(watch.ran(start, watch.now())),
             "iteration_s_before": round((inject - start) / len(watch.ran(start, inject)), 4)

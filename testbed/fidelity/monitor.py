@@ -45,34 +45,38 @@ def merged(windows):
     for w in windows:
         for port, samples in w.queues.items():
             queues.setdefault(port, []).extend(samples)
-    return Window([it for w in windows for it in w.timing], queues, [e for w in windows for e in w.events])
+    return Window([it for w in windows for it in w.timing], queues, [e for w in windows for e in w.events],
+                  tuple(windows))
 
 
 class Monitor:
     """Monitor(topo, window_of, started): window_of(start, end) -> Window, on the monotonic clock;
+    paths, where known, the links each rank's data to each peer crosses (``diagnosis.loss_finding``);
     ``poll(now)`` judges every window that has ended by `now` and returns the alarms they raised;
-    ``alarms`` keeps every one."""
+    ``alarms`` keeps every one, ``undecided`` the end of every window it could not yet judge."""
 
     def __init__(self, topo, window_of, started, cadence=CADENCE_S, baseline=BASELINE_WINDOWS,
-                 standing=STANDING_WINDOWS):
+                 standing=STANDING_WINDOWS, paths=None):
         if cadence <= 0 or baseline < 1 or standing < baseline:
             raise ValueError("a monitor needs a cadence above 0 s, a baseline of 1 window or more and "
                              "a standing alarm at least as long as its baseline")
         self.topo, self.window_of, self.cadence, self.standing = topo, window_of, cadence, standing
+        self.paths = paths                # {(rank, peer): links its data crosses}, for lossy links; or None
         self.next = started
         self.healthy = deque(maxlen=baseline)
         self.streak = []                  # (window, finding) of the alarm standing now
         self.alarms, self.judged, self.rebased = [], 0, 0
+        self.undecided = []               # the ends of the windows left undecided
 
     def poll(self, now):
         raised = []
         while self.next + self.cadence <= now:
             span = (self.next, self.next + self.cadence)
             window = self.window_of(*span)
-            finding = diagnose(self.topo, merged(self.healthy), window) \
+            finding = diagnose(self.topo, merged(self.healthy), window, self.paths) \
                 if len(self.healthy) == self.healthy.maxlen else None
             if finding is not None and finding.kind == UNDECIDED:
-                pass                      # neither an alarm nor healthy: the next window tells
+                self.undecided.append(span[1])     # neither an alarm nor healthy: the next window tells
             elif finding is not None and finding.kind != "none":
                 new = not self.streak or (self.streak[-1][1].kind, self.streak[-1][1].where) != \
                     (finding.kind, finding.where)

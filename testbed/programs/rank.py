@@ -11,7 +11,9 @@ collectives back to back, each after compute_s seconds of modelled computation (
 answers {"iteration", "t0", "ends" (one per collective), "steps" (the first one's step
 ends), "timing" (the first one's start and, per step, [sent, end, from, to, rendezvous]: when its
 sends were handed to the kernel, when it ended, its peers, and whether its send waited for the
-receiver's clear-to-send), "wrong" (over all of them)}, until stdin closes. The config names the schedule
+receiver's clear-to-send; and "retrans", [[peer, segments]] it retransmitted to each peer over
+the batch, where it did any: what an operator's host agent reads from TCP_INFO),
+"wrong" (over all of them)}, until stdin closes. The config names the schedule
 (``schedules.ALGORITHMS``) and, for one that needs them, its arguments (``schedule_args``). Any
 failure, including a peer that sends nothing for `timeout` seconds, ends it with {"error": ...}.
 Each collective's inputs and the check against numpy are in ``testbed.collectives.data``.
@@ -32,6 +34,7 @@ from testbed.collectives.data import COLLECTIVES, DTYPE, ELEMENT_BYTES
 from testbed.collectives.schedules import ALGORITHMS
 
 SO_MAX_PACING_RATE = 47   # <asm-generic/socket.h>; not in Python's socket module
+TCPI_TOTAL_RETRANS = 100  # offset of tcpi_total_retrans (u32) in <linux/tcp.h>'s struct tcp_info
 UNPACED = (1 << 64) - 1   # ~0UL: no pacing limit
 CLEAR_TO_SEND = b"\x01"
 # Larger messages go by rendezvous, as MPI sends large messages. Sent eagerly, a message from a
@@ -192,6 +195,13 @@ class Rank:
             sock.settimeout(None)
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, timeval)
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, timeval)
+
+    def retransmitted(self):
+        """{peer: segments this rank retransmitted to that peer since its connections opened (a
+        one-frame message may go on the connection the peer opened)}"""
+        info = lambda sock: sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, TCPI_TOTAL_RETRANS + 4)
+        return {peer: sum(struct.unpack_from("=I", info(sock), TCPI_TOTAL_RETRANS)[0]
+                          for sock in socks + self.inc[peer] if sock) for peer, socks in self.out.items()}
 
     def sockets(self):
         return [s for socks in list(self.out.values()) + list(self.inc.values()) for s in socks if s]
@@ -429,7 +439,7 @@ def main(config):
             # A batch runs back to back, as nccl-tests launches its iterations: a rank that is done
             # starts the next at once; the data of each connection stays in order, so iterations
             # never mix. The first iteration's step ends show a straggling flow.
-            t0, ends, timing, wrong = time.monotonic(), [], None, 0
+            t0, ends, timing, wrong, resent = time.monotonic(), [], None, 0, rank.retransmitted()
             for _ in range(cmd.get("repeat", 1)):
                 if cmd.get("compute_s"):        # a training step's modelled computation, before its allreduce
                     time.sleep(cmd["compute_s"])
@@ -441,6 +451,8 @@ def main(config):
                                                               zip(times, plan.steps, plan.waits_for_receiver)]}
                 ends.append(times[-1][1] if times else time.monotonic())
                 wrong += int(np.count_nonzero(plan.buf[slice(*plan.check)] != plan.expected))
+            timing["retrans"] = [[peer, n - resent[peer]] for peer, n in rank.retransmitted().items()
+                                 if n > resent[peer]]
             say(iteration=cmd["iteration"], t0=t0, ends=ends, steps=[step[1] for step in timing["steps"]],
                 timing=timing, wrong=wrong)
     except (PeerError, OSError) as e:

@@ -145,6 +145,17 @@ def false_alarm_line(rows):
     return f"false alarms (incidents): {count} in {healthy / 60:.1f} min of monitoring without a fault{rate}"
 
 
+def undecided_line(rows):
+    """The windows the monitor left undecided (a queue grew too briefly to tell a slow link from
+    congestion: neither an alarm nor the baseline), or '' for rows that do not say."""
+    said = [r for r in rows if "undecided_windows" in r]
+    if not said:
+        return ""
+    count, windows = sum(r["undecided_windows"] for r in said), sum(r["windows"] for r in said)
+    return (f"undecided windows (a queue grew too briefly to tell a slow link from congestion): {count} of "
+            f"{windows} ({count / max(windows, 1):.0%})")
+
+
 def drift_line(rows):
     """False alarms over the fault-free stretches with a second job starting and stopping, or ''."""
     drift = [r for r in rows if r.get("drift_s")]
@@ -182,7 +193,7 @@ def summary_lines(rows, kinds, found_kinds):
     lines.append(share_line("kind right", sum(r["kind_correct"] for r in faulty), len(faulty)))
     lines.append(share_line("fault-free trials with an alarm", sum(r["found"] != "none" for r in free), len(free)))
     lines.append(false_alarm_line(rows))
-    lines += [line for line in (drift_line(rows), straggler_line(rows)) if line]
+    lines += [line for line in (drift_line(rows), straggler_line(rows), undecided_line(rows)) if line]
     lines += class_lines(rows)
     lines += detectability_lines(faulty)
     lines.append("time from injection to the alarm that named it, per kind: median s (range, trials), median "

@@ -23,6 +23,7 @@ from testbed.emulation.controller import port_events
 from testbed.fidelity.diagnosis import Window, diagnose
 from testbed.fidelity.monitor import BASELINE_WINDOWS, CADENCE_S, Monitor
 from testbed.probes.queues import QueueSampler
+from testbed.routing.hashing import Placer
 from testbed.runs.together import Communicators
 from testbed.topology import interface
 
@@ -52,6 +53,19 @@ class Watch:
         """The connections the watched collective's data crosses (``collectives.connections``)."""
         return self._group.data_connections(0, self.count)
 
+    def paths(self):
+        """{(rank, peer): the links rank's data to peer crosses, as the routes and hashing put its
+        connections}, what an operator has from the routes (or a traceroute); None without a draw,
+        where the kernel picked the source ports that hashing goes by."""
+        if self.draw is None:
+            return None
+        topo, rank = self.emu.topo, {host: r for r, host in enumerate(self.comm.hosts)}
+        placer, out = Placer(topo, self.emu.routing, self.draw.bond), {}
+        for c in self.connections():
+            out.setdefault((rank[c.src], rank[c.dst]), set()).update(topo.link_at(node, port)
+                                                                     for node, port in placer.path(c))
+        return {pair: frozenset(links) for pair, links in out.items()}
+
     def now(self):
         return time.monotonic()
 
@@ -65,7 +79,8 @@ class Watch:
             self.queues = QueueSampler(ports, self.interval, self.emu.port_netns).__enter__()
             self.offset = time.time() - time.monotonic()   # wall clock to monotonic, for samples and events
             self.started = self.now()
-            self.monitor = Monitor(self.emu.topo, self.window, self.started, self.cadence, self.baseline)
+            self.monitor = Monitor(self.emu.topo, self.window, self.started, self.cadence, self.baseline,
+                                   paths=self.paths())
             self._thread = threading.Thread(target=self._iterate, daemon=True)
             self._thread.start()
         except BaseException:
@@ -124,7 +139,7 @@ class Watch:
 
     def diagnose(self, before, after):
         """The detector's Finding for the window after against the window before ((start, end) each)."""
-        return diagnose(self.emu.topo, self.window(*before), self.window(*after))
+        return diagnose(self.emu.topo, self.window(*before), self.window(*after), self.monitor.paths)
 
     def busbw(self, start, end):
         """Bus bandwidth over [start, end], bytes/s: the collectives done in it, over its length (a

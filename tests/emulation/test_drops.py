@@ -8,8 +8,11 @@ from pathlib import Path
 import pytest
 
 import testbed
+from testbed.api import Comm
+from testbed.collectives.placements import place
 from testbed.emulation import drops, faults
 from testbed.probes.flows import measure_flows
+from testbed.routing.hashing import Draw
 from testbed.topology import LeafSpine, interface
 from tests.emulation.machine import leftovers
 
@@ -45,6 +48,31 @@ def test_a_lossy_fabric_link_drops_its_share_on_the_wire_and_leaves_nothing(tmp_
         for link in uplinks:
             emu.emulation.set_link_loss(link, 0.0)
         assert all(drops.dropped(None, name) == 0 for name in ports)
+    assert leftovers() == []
+
+
+def test_the_monitor_finds_a_lossy_link_from_the_ranks_retransmissions(tmp_path):
+    """A ring over both of leaf0's uplinks made lossy: no queue grows, the ranks' TCP retransmits,
+    and the monitor (told nothing) names a lossy link, or links its paths cannot tell from one."""
+    topo = LeafSpine(2, 2, 2)
+    schedule, hosts = place("ring", topo)
+    with (testbed.emulate(topo, "ecmp", folder=tmp_path) as emu,
+          emu.watch(Comm(schedule, tuple(hosts)), 256 << 10, draw=Draw(7)) as watch):
+        uplinks = [faults.find_link(topo, f"leaf0-spine{k}") for k in (0, 1)]
+        monitor = watch.monitor
+        watch.wait(watch.started + monitor.cadence * (monitor.healthy.maxlen + 2))
+        inject = watch.now()
+        for link in uplinks:
+            emu.emulation.set_link_loss(link, SHARE)
+        watch.wait(inject + 4)
+        for link in uplinks:
+            emu.emulation.set_link_loss(link, 0.0)
+        monitor.poll(watch.now())
+        assert monitor.between(watch.started, inject) == [] and watch.wrong() == 0
+        found = monitor.between(inject, watch.now())[0].finding
+    assert found.kind == "link-slow" and "retransmitted" in found.evidence, found
+    named = [found.where] + found.evidence.partition("cannot tell it from ")[2].split(", ")
+    assert {"leaf0-spine0", "leaf0-spine1"} & set(named), found
     assert leftovers() == []
 
 
