@@ -1,28 +1,17 @@
 """Faults located from what an operator sees: a collective runs back to back on each fabric while
-random faults, one per trial, slow or cut a link, take a switch or a bonded NIC's port down, or
-slow or stop a rank; a detector (``fidelity.diagnosis``) that reads only the ranks' step timings and
-retransmissions, the job's paths, the switch ports' queues and counters and the controller's port
-events names each fault's kind and place; the scenario scores it and measures each kind's cost.
-
-Alibaba's C4 (arXiv 2406.04594) found faulty and slow components from the collective library's
-own timings (collectives are periodic; every rank does the same work). A trial: `--before` s of
-the collective, then the fault for `--fault-for` s (undone at its end), then the job settles.
-The detector runs as an operator's monitor (``fidelity.monitor``): windows of a second, on a grid
-from the job's start, each against the healthy windows before it; it is told nothing of the
-faults, neither what nor when. A trial's finding is the monitor's first incident after the
-injection; an incident with no fault (a fault-free trial, or before a trial's injection) is a false
-alarm. A fault's place is drawn among what the job uses (a link its connections cross, a switch on
-their paths, one of its ranks), its magnitude across where detection stops (SLOW_LINK_RATE,
-SLOW_RANK_SHARE of the CPU the rank used in the window before, hangs from HANG_LEAST s); a hung
-rank is stopped (SIGSTOP) and continued. With --drift, a fault-free stretch per fabric has a
-second job's traffic starting and stopping on the fabric: false alarms under drift.
-
-Scored: the confusion table, the share located (kind and place) with its 95% Wilson interval, over
-all faults and the strong ones, per C4 class precision, recall and F1, the detectability by
-magnitude, false alarms per hour and per 10 windows, the time to the alarm that named the fault,
-and per kind the collective's bus bandwidth during the fault over before it. With --react, the
-controller routes around a link the monitor names slow as soon as it does, as C4P moves elephant
-flows, and the bandwidth regained is reported.
+random faults, one per trial (or two at once), slow, cut or make lossy a link, take a switch or a
+bonded NIC's port down, or slow or stop a rank. A detector (``fidelity.diagnosis``) reads only the
+ranks' step timings and retransmissions, the job's paths, the switch ports' queues and counters and
+the controller's port events, as an operator's monitor (``fidelity.monitor``: windows of a second
+on a grid from the job's start, each against the healthy ones before it), told nothing of the
+faults, neither what nor when: C4's approach (arXiv 2406.04594). A trial: `--before` s of the job,
+the fault for `--fault-for` s, the job settling; its finding is the monitor's first incident after
+the injection, and an incident with no fault is a false alarm. Places are drawn among what the job
+uses, magnitudes across where detection stops (SLOW_LINK_RATE, SLOW_RANK_SHARE of the CPU the rank
+used before, hangs from HANG_LEAST s). Scored: the confusion table, the share located with its
+Wilson interval, per C4 class precision, recall and F1, detectability by magnitude, false alarms
+per hour and per 10 windows (with --drift, under a second job that comes and goes), the time to
+detect, and each kind's cost to busbw; with --react, what routing around a named link regains.
 """
 import random
 from dataclasses import dataclass, field
@@ -44,7 +33,7 @@ from testbed.api import (
 )
 from testbed.experiments import ADDED, FOUND_KINDS, fault_scores, figures, loss_available
 from testbed.experiments.claims import Claim
-from testbed.experiments.fault_trials import Trial, held_out, job_fabric_links, ready_job, run_trial
+from testbed.experiments.fault_trials import Trial, check_apart, held_out, job_fabric_links, ready_job, run_trial
 from testbed.experiments.job_trials import run_watched
 
 NAME = "fault_localisation"
@@ -75,7 +64,10 @@ def add_arguments(parser):
     parser.add_argument("--inject", action="append", default=None, metavar="FAULT",
                         help="KIND:WHERE[:HOW][@WHEN]: this fault in a trial of its own on every fabric, not random "
                              "ones (e.g. slow-link:U0-L1:0.25, hang-rank:3, slow-rank:2:0.01); WHEN (seconds, or 5it: "
-                             "after 5 iterations) from the trial's start, by default --before; repeatable")
+                             "after 5 iterations) from the trial's start, by default --before; FAULT+FAULT: two at "
+                             "once, at different places; repeatable")
+    parser.add_argument("--two-at-once", type=int, default=0, metavar="N", help="of the --trials per fabric, N "
+                        "have a second fault of another kind from the same moment, apart from the first (default 0)")
     parser.add_argument("--algorithm", default="ring", help="the allreduce the job runs (default %(default)s)")
     parser.add_argument("--bytes", type=int, default=256 << 10, help="allreduce message size (default %(default)s)")
     parser.add_argument("--before", type=float, default=3.0,
@@ -165,15 +157,19 @@ def prepare(args):
     kinds = kinds_of(args.kinds)
     designs = [] if args.designs == "none" else names(args.designs, "--designs", DESIGNS)
     seed = seed_of(args)
-    given = [Fault.parse(text, lasting=args.hang_for if text.startswith("hang-rank") else args.fault_for)
-             for text in args.inject or []]
+    if not 0 <= args.two_at_once <= args.trials:
+        raise TestbedError(f"--two-at-once must be 0 to --trials ({args.trials}); got {args.two_at_once}")
+    given = [[Fault.parse(part, lasting=args.hang_for if part.startswith("hang-rank") else args.fault_for)
+              for part in text.split("+")] for text in args.inject or []]
+    if any(len(faults) > 2 for faults in given):
+        raise TestbedError("--inject: at most two faults at once (FAULT+FAULT)")
     rng, runs = random.Random(seed), []
     for topo in topos:
         ranks = check_job(topo, args)
-        for fault in given:
-            fault.check(topo, ranks)
-        trials = tuple(Trial(t, fault) for t, fault in enumerate(given)) if given else \
-            draw_trials(topo, kinds, args, rng)
+        for faults in given:
+            check_apart(faults, topo, ranks)
+        trials = tuple(Trial(t, *faults[:1], also=faults[1] if len(faults) == 2 else None)
+                       for t, faults in enumerate(given)) if given else draw_trials(topo, kinds, args, rng)
         trials += (Trial(len(trials), None, drift=args.drift),) if args.drift else ()
         if trials:
             runs.append(Run(topo.spec, topo, "ecmp", trials,
@@ -197,17 +193,19 @@ def check_job(topo, args):
 
 def draw_trials(topo, kinds, args, rng):
     """A fabric's trials in a random order: --trials faults, kinds in turn from a random start
-    (kinds the fabric lacks skipped), places drawn once the job's paths are known, and --fault-free."""
+    (kinds the fabric lacks skipped), the first --two-at-once with the next kind beside them, places
+    drawn once the job's paths are known, and --fault-free."""
     mine = [kind for kind in kinds if kind != "port-down" or topo.multi_port]
     start = rng.randrange(len(mine))
-    chosen = [mine[(start + i) % len(mine)] for i in range(args.trials)] + [None] * args.fault_free
+    chosen = [(mine[(start + i) % len(mine)], mine[(start + i + 1) % len(mine)] if i < args.two_at_once else None)
+              for i in range(args.trials)] + [(None, None)] * args.fault_free
     rng.shuffle(chosen)
     def fault(kind):
         low, high, digits = HOW.get(kind, (0, 0, 0))
         lasting = round(rng.uniform(HANG_LEAST, args.hang_for), 1) if kind == "hang-rank" else args.fault_for
         return Fault(kind, "", round(rng.uniform(low, high), digits), 0.0, lasting)
-    return tuple(Trial(t, kind and fault(kind), round(rng.uniform(*SLOW_RANK_SHARE), 2) if kind == "slow-rank" else 0)
-                 for t, kind in enumerate(chosen))
+    return tuple(Trial(t, kind and fault(kind), round(rng.uniform(*SLOW_RANK_SHARE), 2) if "slow-rank" in (kind, also)
+                       else 0, also=also and fault(also)) for t, (kind, also) in enumerate(chosen))
 
 
 def design_runs(name, topos, args, rng, seed):
@@ -256,7 +254,7 @@ def run_one(experiment, plan, k, run, keep):
                            straggler=run.straggler),
                        draw=Draw(draw_seed, bond), stall_limit=plan.stall_limit, mtu=plan.mtu,
                        folder=experiment.results.path / (f"{run.design}_{run.label}" if run.design else f"fabric{k}"),
-                       on_row=lambda row: keep(dict(row, run=run.label, design=run.design)),
+                       on_row=lambda rows: [keep(dict(row, run=run.label, design=run.design)) for row in rows],
                        prepare=lambda emu, watch: ready_job(topo, emu, watch, Draw(draw_seed, bond), run.straggler))
 
 

@@ -126,6 +126,7 @@ def test_random_faults_are_placed_where_the_job_is_and_scored_by_place():
 def test_trials_cycle_through_the_kinds_each_fabric_has():
     class Args:
         trials, fault_free, hang_for, fault_for, design_trials, rate, queue = 7, 3, 2.0, 5.0, 3, 10.0, 100
+        two_at_once = 0
     rng = random.Random(3)
     bigraph = fl.draw_trials(BiGraph(2, 8), list(fl.KINDS), Args, rng)
     hpn = fl.draw_trials(HPN7(2, 2, 2, 2), list(fl.KINDS), Args, rng)
@@ -139,6 +140,48 @@ def test_trials_cycle_through_the_kinds_each_fabric_has():
     assert all(0.4 <= t.share_of_use <= 0.9 for t in bigraph + hpn if t.fault and t.fault.kind == "slow-rank")
 
 
+def test_two_faults_at_once_are_of_two_kinds_at_places_apart():
+    """--two-at-once: the first N faulty trials get the next kind beside theirs, and the second is
+    placed where it takes nothing of the first's place (a switch down takes its links too)."""
+    class Args:
+        trials, fault_free, hang_for, fault_for, two_at_once = 7, 3, 2.0, 5.0, 3
+    topo = BiGraph(2, 8)
+    trials = fl.draw_trials(topo, list(fl.KINDS), Args, random.Random(3))
+    two = [t for t in trials if t.also]
+    assert len(two) == 3 and all(t.fault.kind != t.also.kind for t in two)
+    assert all(t.share_of_use for t in two if "slow-rank" in (t.fault.kind, t.also.kind))
+    rng = random.Random(4)
+    down = fault_trials.place_fault(faults.Fault("switch-down", "", 0, 0, 5), topo, topo.links, rng, 16)
+    taken = fault_trials.footprint(down, topo)
+    for _ in range(30):
+        link = fault_trials.place_apart(faults.Fault("slow-link", "", 0.5, 0, 5), topo, topo.links, rng, 16, None,
+                                        taken)
+        assert down.where not in fault_trials.expected_place(link, topo)
+    with pytest.raises(TestbedError, match="no place for a slow-rank apart"):
+        fault_trials.place_apart(faults.Fault("slow-rank", "", 0.5, 0, 5), topo, [], rng, 1, None,
+                                 {frozenset(("rank 0",))})
+
+
+def test_each_of_two_faults_is_scored_on_the_alarm_that_names_it():
+    """The monitor names one place a window: the second fault's incident comes later, and is what
+    that fault is scored on; a fault no alarm names takes the first new one naming neither. One
+    fault alone is scored on the first new incident, as before."""
+    from testbed.fidelity.monitor import Alarm
+    alarm = lambda at, kind, where, new=True: Alarm(at, (at - 1, at), Finding(kind, where, 1.0, ""), new)
+    raised = [alarm(1, "link-down", "U0-L1"), alarm(2, "link-down", "U0-L1", False), alarm(3, "rank-hung", "rank 4")]
+    down, hung = ("link-down", frozenset(("U0", "L1"))), ("rank-hung", frozenset(("rank 4",)))
+    assert fault_trials.first_alarm(raised, down, hung).at == 1
+    assert fault_trials.first_alarm(raised, hung, down).at == 3
+    assert fault_trials.first_alarm(raised, ("rank-slow", frozenset(("rank 2",))), down).at == 3
+    assert fault_trials.first_alarm(raised[:2], hung, down) is None
+    assert fault_trials.first_alarm(raised, hung).at == 1
+    rows = [dict(fabric="f", trial=0, correct=True, along="b"), dict(fabric="f", trial=0, correct=False, along="a"),
+            dict(fabric="f", trial=1, correct=True, along="d"), dict(fabric="f", trial=1, correct=True, along="c"),
+            dict(fabric="f", trial=2, correct=True, along=None)]
+    assert fault_scores.together_line(rows).startswith("two faults at once: 2 trials, both located in 1, one in 1, "
+                                                       "neither in 0")
+
+
 def test_a_design_comparison_hits_what_each_form_s_job_uses():
     """The same kind of fault in the same trials of both forms, each at a place its own job's data
     crosses (routes and hashing with the draw the run gives the job): a random fabric link the
@@ -147,6 +190,7 @@ def test_a_design_comparison_hits_what_each_form_s_job_uses():
 
     class Args:
         trials, fault_free, hang_for, fault_for, design_trials, rate, queue = 7, 3, 2.0, 5.0, 3, 10.0, 100
+        two_at_once = 0
         algorithm, bytes = "ring", 256 << 10
     for design in fl.DESIGNS:
         a, b = fl.design_runs(design, [HPN7(2, 2, 2, 2)], Args, random.Random(5), 11)
@@ -370,38 +414,13 @@ def test_a_queue_that_rose_late_in_a_window_waits_for_the_next_one():
 
 def test_a_rank_is_named_slow_only_where_the_job_ran_slower():
     """Greyhound's rule: a shift under 10% of the iteration is not a fault to page for."""
-    from testbed.fidelity.diagnosis import Window, iteration_seconds, slower_job
+    from testbed.fidelity.diagnosis import iteration_seconds, slower_job
     it = lambda length: [{"start": 0.0, "steps": [[0.0, length, None, 1, False]]},
                          {"start": 0.001, "steps": [[0.001, length / 2, None, 0, False]]}]
-    window = lambda *lengths: Window([it(x) for x in lengths], {}, [])
     assert iteration_seconds(it(0.2)) == pytest.approx(0.2)
-    assert not slower_job(window(0.2, 0.2, 0.2, 0.2), window(0.215, 0.215))
-    assert slower_job(window(0.2, 0.2, 0.2, 0.2), window(0.23, 0.23))
-    assert slower_job(window(), window(0.2))
-
-
-def test_a_rank_slow_from_the_start_is_judged_against_its_own_worst_window():
-    """A straggler's stalls come and go: a window where it stalls a little more than on average
-    before, but no more than in its worst window before, is its normal and raises nothing; the
-    same window against a baseline where it never stalled names it."""
-    from testbed.fidelity.diagnosis import Window, rank_finding
-    from testbed.fidelity.monitor import merged
-
-    def iteration(stall):
-        """Four ranks in a ring, two 20 ms steps each, rank 2's second step `stall` s longer."""
-        ranks, t0 = [], 0.0
-        for r in range(4):
-            end1 = t0 + 0.020
-            ranks.append({"start": t0, "steps": [[t0, end1, None, (r + 1) % 4, False],
-                                                 [end1, end1 + 0.020 + (stall if r == 2 else 0.0),
-                                                  None, (r + 1) % 4, False]]})
-        return ranks
-
-    window = lambda stall: Window([iteration(stall)] * 3, {}, [])
-    straggling = merged([window(0.0), window(0.030), window(0.002), window(0.010)])
-    assert rank_finding(straggling, window(0.025)) is None
-    found = rank_finding(merged([window(0.0)] * 4), window(0.025))
-    assert (found.kind, found.where) == ("rank-slow", "rank 2")
+    assert not slower_job([it(0.2)] * 4, [it(0.215)] * 2)
+    assert slower_job([it(0.2)] * 4, [it(0.23)] * 2)
+    assert slower_job([], [it(0.2)])
 
 
 def test_a_fault_s_cost_interval_stays_inside_what_the_trials_measured():

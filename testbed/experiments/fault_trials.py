@@ -7,7 +7,7 @@ fault. ``fault_localisation`` runs its trials on it."""
 import contextlib
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from testbed import routing
 from testbed.collectives.connections import rank_connections, step_transfers
@@ -16,6 +16,7 @@ from testbed.emulation import faults
 from testbed.emulation.cpu import process_seconds
 from testbed.emulation.events import Timeline
 from testbed.errors import TestbedError
+from testbed.experiments.fingerprint import ADDED
 from testbed.fidelity.diagnosis import TUNED_ON_SEEDS, Finding
 from testbed.probes.flows import measure_flows
 from testbed.routing.hashing import Placer
@@ -34,6 +35,7 @@ class Trial:        # fault: api.Fault, or None (fault-free); share_of_use: a sl
     fault: object
     share_of_use: float = 0.0
     drift: float = 0.0     # seconds fault-free with a second job's traffic starting and stopping
+    also: object = field(default=None, metadata={ADDED: "--two-at-once"})   # a second fault, at the same time
 
 
 def held_out(seed):
@@ -108,6 +110,35 @@ def place_fault(fault, topo, links, rng, ranks, straggler=None):
     return _with(fault, f"{label(link.a)}-{label(link.b)}")
 
 
+def footprint(fault, topo):
+    """What a fault takes, as the detector names places: its link, its switch and that switch's
+    links, or its rank. Two faults at once must take nothing in common."""
+    if fault.kind == "switch-down":
+        switch = faults.find_switch(topo, fault.where)
+        return {frozenset((topo.label(switch),))} | {frozenset(topo.label(n) if n in topo.switches else n for n in
+                                                              (link.a, link.b)) for link in topo.links
+                                                    if switch in (link.a, link.b)}
+    return {expected_place(fault, topo)}
+
+
+def check_apart(faults, topo, ranks):
+    """Checks each of a trial's given faults on topo, and that two take nothing in common."""
+    for fault in faults:
+        fault.check(topo, ranks)
+    if len(faults) == 2 and footprint(faults[0], topo) & footprint(faults[1], topo):
+        raise TestbedError(f"--inject {'+'.join(f'{f.kind}:{f.where}' for f in faults)}: the two faults take the "
+                           f"same place on {topo.name}: give them places apart")
+
+
+def place_apart(fault, topo, links, rng, ranks, straggler, taken, tries=100):
+    """place_fault, drawn again until it takes nothing of `taken` (a footprint)."""
+    for _ in range(tries):
+        placed = place_fault(fault, topo, links, rng, ranks, straggler)
+        if not footprint(placed, topo) & taken:
+            return placed
+    raise TestbedError(f"no place for a {fault.kind} apart from the trial's other fault on {topo.name}")
+
+
 def _at_once(fault):
     """The fault as it starts at the injection (its own `at` was the window before it)."""
     return faults.Fault(fault.kind, fault.where, fault.how, 0.0, fault.lasting)
@@ -176,18 +207,20 @@ def run_trial(emu, watch, trial, topo, links, rng, *, before, fault_for, react=F
     """One trial on a running watch (trial: its number, its fault or None, and for a slow rank the
     CPU share as a fraction of its use): `before` seconds of the job, the fault for `fault_for`
     seconds (rerouting around a link the monitor names slow, with `react`), the job settling; its
-    row. The operator's monitor (``watch.monitor``) judges its windows on its own cadence over the
-    whole run and is told nothing of the fault; the trial's finding is the first alarm raised after
-    the injection until the job has settled, its false alarms the incidents raised before the
-    injection (in a fault-free trial, all of them; an alarm standing on from the trial before is no
+    rows, one per fault (``trial.also``: a second fault from the same moment, taking nothing of
+    the first's place; ``first_alarm`` says what each is scored on), one if none. The operator's
+    monitor (``watch.monitor``) judges its windows on its own cadence over the whole run and is
+    told nothing of the fault; the trial's finding is the first alarm raised after the injection
+    until the job has settled, its false alarms the incidents raised before the injection (in a
+    fault-free trial, all of them; an alarm standing on from the trial before is no
     new incident, but it is the finding of a fault-free trial). A trial with `drift` seconds is a
     fault-free one that long, with a second job's traffic starting and stopping (``SecondJob``);
     `second_job`: a second job's traffic comes and goes during the trial, faulty or not; `straggler`:
     the (rank, share) that ``ready_job`` holds back, said in the row and spared by a rank's fault."""
-    monitor = watch.monitor
+    monitor, ranks, spared = watch.monitor, len(watch.comm.hosts), straggler and straggler[0]
     watch.wait(watch.started + monitor.cadence * (monitor.healthy.maxlen + 1))   # its baseline filled first
-    fault = trial.fault and place_fault(trial.fault, topo, links, rng, len(watch.comm.hosts),
-                                        straggler and straggler[0])
+    fault = trial.fault and place_fault(trial.fault, topo, links, rng, ranks, spared)
+    also = trial.also and place_apart(trial.also, topo, links, rng, ranks, spared, footprint(fault, topo))
     pids, start = watch.rank_pids, watch.now()
     used = [process_seconds(pid) for pid in pids]
     drift, second = trial.drift, None
@@ -205,11 +238,15 @@ def run_trial(emu, watch, trial, topo, links, rng, *, before, fault_for, react=F
                 while len(watch.iterations) < first + fault.iteration and watch.alive():
                     time.sleep(0.02)
         inject = watch.now()
-        if fault and fault.kind == "slow-rank" and trial.share_of_use:
-            rank = int(fault.where)
-            use = (process_seconds(pids[rank]) - used[rank]) / (inject - start)
-            fault = _with(fault, fault.where, max(faults.CgroupLimit.MIN_SHARE, round(use * trial.share_of_use, 4)))
-        events = emu.fault(_at_once(fault), watch, end=fault_for) if fault else []
+
+        def sized(f):
+            """A slow rank at its share of the CPU it used before the injection."""
+            if not (f and f.kind == "slow-rank" and trial.share_of_use):
+                return f
+            use = (process_seconds(pids[int(f.where)]) - used[int(f.where)]) / (inject - start)
+            return _with(f, f.where, max(faults.CgroupLimit.MIN_SHARE, round(use * trial.share_of_use, 4)))
+        fault, also = sized(fault), sized(also)
+        events = [e for f in (fault, also) if f for e in emu.fault(_at_once(f), watch, end=fault_for)]
         reacted = None
         with emu.cpu_monitor() as cpu_during, Timeline(events) as timeline:
             while watch.now() < inject + fault_for and watch.alive():
@@ -229,12 +266,8 @@ def run_trial(emu, watch, trial, topo, links, rng, *, before, fault_for, react=F
         monitor.poll(end)
     raised = monitor.between(inject, end) if fault else []
     false = monitor.between(start, inject) if fault else monitor.between(start, end)
-    shown = next((a for a in raised if a.new), raised[0] if raised else None) if fault else \
-        (false[0] if false else None)           # a fault's first new incident, else one standing on
-    found = shown.finding if shown else Finding("none", "", 1.0, "no alarm")
-    expected = (EXPECTED[fault.kind], expected_place(fault, topo)) if fault else ("none", frozenset())
-    correct = (found.kind, found_place(found)) == expected
-    detect = shown.at - inject if fault and correct else None
+    placed = [f for f in (fault, also) if f]
+    expected = [(EXPECTED[f.kind], expected_place(f, topo)) for f in placed]
     b, d = watch.busbw(start, inject), watch.busbw(inject, undone)
     reaction = {}
     if react:
@@ -243,30 +276,63 @@ def run_trial(emu, watch, trial, topo, links, rng, *, before, fault_for, react=F
                     "busbw_until_react_MBps": None if reacted is None else round(watch.busbw(inject, reacted) / 1e6, 4),
                     "busbw_after_react_MBps": None if settled is None or settled >= undone else
                     round(watch.busbw(settled, undone) / 1e6, 4)}
-    return {"fabric": topo.name, "trial": trial.number, "injected": fault.kind if fault else "none",
-            "where": fault.where if fault else "", "how": fault.how if fault else None,
-            "lasting_s": fault.lasting if fault else None,
-            "share_of_use": trial.share_of_use or None, "expected": expected[0],
-            "found": found.kind, "found_where": found.where, "confidence": round(found.confidence, 3),
-            "correct": correct, "kind_correct": found.kind == expected[0],
-            "detect_s": None if detect is None else round(detect, 2),
-            "false_alarms": sum(a.new for a in false), "healthy_s": round((inject if fault else end) - start, 2),
-            "healthy_windows": round(((inject if fault else end) - start) / monitor.cadence),
-            "drift_s": drift or None, "straggler": straggler and f"rank {straggler[0]} at {straggler[1]:g} of its CPU",
-            "second_job_s": round(sum(b - a for a, b in second.bursts), 1) if second else None,
-            "alarms": [dict(a.to_dict(), at=round(a.at - watch.started, 3)) for a in monitor.between(start, end)],
-            "windows": round((end - start) / monitor.cadence),
-            "undecided_windows": sum(start < t <= end for t in monitor.undecided),
-            "busbw_before_MBps": round(b / 1e6, 4), "busbw_during_MBps": round(d / 1e6, 4),
-            "during_over_before": round(d / b, 3) if b else None, "iterations": len(watch.ran(start, watch.now())),
-            "iteration_s_before": round((inject - start) / len(watch.ran(start, inject)), 4)
-            if watch.ran(start, inject) else None,
-            "wrong": watch.wrong(start, watch.now()), "evidence": found.evidence,
-            "events": [e.what for e in timeline.done],
-            "event_error": timeline.error, "job_error": watch.error,
-            "emulator_bottleneck": cpu_before.result()["emulator_bottleneck"] or
-            cpu_during.result()["emulator_bottleneck"],
-            "busiest_core": max(cpu_before.result()["busiest_core"], cpu_during.result()["busiest_core"]), **reaction}
+    common = {"fabric": topo.name, "trial": trial.number, "share_of_use": trial.share_of_use or None,
+              "false_alarms": sum(a.new for a in false), "healthy_s": round((inject if fault else end) - start, 2),
+              "healthy_windows": round(((inject if fault else end) - start) / monitor.cadence),
+              "drift_s": drift or None,
+              "straggler": straggler and f"rank {straggler[0]} at {straggler[1]:g} of its CPU",
+              "second_job_s": round(sum(b - a for a, b in second.bursts), 1) if second else None,
+              "alarms": [dict(a.to_dict(), at=round(a.at - watch.started, 3)) for a in monitor.between(start, end)],
+              "windows": round((end - start) / monitor.cadence),
+              "undecided_windows": sum(start < t <= end for t in monitor.undecided),
+              "busbw_before_MBps": round(b / 1e6, 4), "busbw_during_MBps": round(d / 1e6, 4),
+              "during_over_before": round(d / b, 3) if b else None, "iterations": len(watch.ran(start, watch.now())),
+              "iteration_s_before": round((inject - start) / len(watch.ran(start, inject)), 4)
+              if watch.ran(start, inject) else None,
+              "wrong": watch.wrong(start, watch.now()), "events": [e.what for e in timeline.done],
+              "event_error": timeline.error, "job_error": watch.error,
+              "emulator_bottleneck": cpu_before.result()["emulator_bottleneck"] or
+              cpu_during.result()["emulator_bottleneck"],
+              "busiest_core": max(cpu_before.result()["busiest_core"], cpu_during.result()["busiest_core"]),
+              **reaction}
+    if not placed:
+        found = false[0].finding if false else Finding("none", "", 1.0, "no alarm")   # one standing on counts
+        return [dict(common, **outcome(None, ("none", frozenset()), found, None), along=None)]
+    rows = []
+    for k, (f, wanted) in enumerate(zip(placed, expected)):
+        other = expected[1 - k] if len(placed) == 2 else None
+        shown = first_alarm(raised, wanted, other)
+        found = shown.finding if shown else Finding("none", "", 1.0, "no alarm")
+        row = dict(common, **outcome(f, wanted, found, shown and shown.at - inject),
+                   along=f"{placed[1 - k].kind} {placed[1 - k].where}" if other else None)
+        if k:       # the trial's false alarms, windows and time without a fault are counted once, on its first row
+            row.update(false_alarms=0, healthy_s=0.0, healthy_windows=0, windows=0, undecided_windows=0)
+        rows.append(row)
+    return rows
+
+
+def first_alarm(raised, wanted, other=None):
+    """The alarm a fault is scored on: alone, the first new incident after the injection (or one
+    standing on); beside an `other` fault (its expected (kind, place)), the first alarm that names
+    it, else the first new one that names neither (the monitor names one place a window: the
+    second fault's incident comes in a later window)."""
+    if other is None:
+        return next((a for a in raised if a.new), raised[0] if raised else None)
+    named = lambda a: (a.finding.kind, found_place(a.finding))
+    return next((a for a in raised if named(a) == wanted), None) or \
+        next((a for a in raised if a.new and named(a) != other), None)
+
+
+def outcome(fault, wanted, found, after):
+    """The per-fault part of a trial's row: what was injected, what was found, and how soon."""
+    correct = (found.kind, found_place(found)) == wanted
+    return {"injected": fault.kind if fault else "none", "where": fault.where if fault else "",
+            "how": fault.how if fault else None, "lasting_s": fault.lasting if fault else None,
+            "expected": wanted[0], "found": found.kind,
+            "found_where": found.where, "confidence": round(found.confidence, 3), "correct": correct,
+            "kind_correct": found.kind == wanted[0],
+            "detect_s": round(after, 2) if fault and correct and after is not None else None,
+            "evidence": found.evidence}
 
 
 def drainable(topo, finding):

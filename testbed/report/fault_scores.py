@@ -128,7 +128,8 @@ def cost_line(rows, kind):
     """The collective's busbw during the fault over the same trial's window before: the mean of the
     trials' ratios and its 95% percentile bootstrap interval, inside the trials' range (fabrics differ
     in busbw, so ratios, not MB/s, are pooled)."""
-    ratios = [r["during_over_before"] for r in rows if r["injected"] == kind and r["during_over_before"] is not None]
+    ratios = [r["during_over_before"] for r in rows if r["injected"] == kind and r["during_over_before"] is not None
+              and not r.get("along")]        # a trial with two faults costs what both do
     e = resampled(ratios)
     said = figure(e, 2) + (f" over {e.n} trials" if e.n != 1 else " (1 trial: no interval)")
     return f"  {kind:12s} during/before {said}" + (f" (range {min(ratios):.2f}-{max(ratios):.2f})" if ratios else "")
@@ -143,6 +144,20 @@ def false_alarm_line(rows):
     rate = (f" = {count / healthy * 3600:.1f} per hour" if healthy else "") + \
         (f", {10 * count / windows:.2f} per 10 windows" if windows else "")
     return f"false alarms (incidents): {count} in {healthy / 60:.1f} min of monitoring without a fault{rate}"
+
+
+def together_line(rows):
+    """How the trials with two faults at once fared, or '' where there were none."""
+    two = {}
+    for r in rows:
+        if r.get("along"):
+            two.setdefault((r["fabric"], r["trial"]), []).append(r["correct"])
+    if not two:
+        return ""
+    both, one = sum(all(c) for c in two.values()), sum(sum(c) == 1 for c in two.values())
+    return (f"two faults at once: {len(two)} trials, both located in {both}, one in {one}, neither in "
+            f"{len(two) - both - one} (each fault is a row above: located where any alarm after the injection "
+            "named it)")
 
 
 def undecided_line(rows):
@@ -193,7 +208,8 @@ def summary_lines(rows, kinds, found_kinds):
     lines.append(share_line("kind right", sum(r["kind_correct"] for r in faulty), len(faulty)))
     lines.append(share_line("fault-free trials with an alarm", sum(r["found"] != "none" for r in free), len(free)))
     lines.append(false_alarm_line(rows))
-    lines += [line for line in (drift_line(rows), straggler_line(rows), undecided_line(rows)) if line]
+    lines += [line for line in (drift_line(rows), straggler_line(rows), together_line(rows), undecided_line(rows))
+              if line]
     lines += class_lines(rows)
     lines += detectability_lines(faulty)
     lines.append("time from injection to the alarm that named it, per kind: median s (range, trials), median "
@@ -208,7 +224,7 @@ def summary_lines(rows, kinds, found_kinds):
     lines.append("cost: busbw during the fault over the trial's window before it, per kind (mean [95% bootstrap "
                  "interval]):")
     for kind in kinds:
-        if any(r["injected"] == kind for r in faulty):
+        if any(r["injected"] == kind and not r.get("along") for r in faulty):
             lines.append(cost_line(rows, kind))
     if free:
         lines.append(cost_line(rows, "none") + " (no fault: the window-to-window noise)")
@@ -259,7 +275,8 @@ def trial_line(row):
     return (f"  {row['fabric']:30s} trial {row['trial']:2d} {row['injected']:11s} {row['where'] + how:26s} "
             f"{said:54s} {'RIGHT' if row['correct'] else 'WRONG'}  busbw {row['during_over_before'] or 0:.2f} "
             f"of before{'  BOTTLENECK' if row['emulator_bottleneck'] else ''}"
-            + (f"  second job on {row['second_job_s']:g} s" if row.get("second_job_s") is not None else ""))
+            + (f"  second job on {row['second_job_s']:g} s" if row.get("second_job_s") is not None else "")
+            + (f"  with {row['along']}" if row.get("along") else ""))
 
 
 def headline(rows):
