@@ -76,6 +76,7 @@ class Coordinator:
                        "eager_limit": eager_limit, "dscp": dscp}
         self.timeout, self.ranks, self.inbox = timeout, [], queue.Queue()
         self.source_ports, self.stopped_ok = source_ports or {}, stopped_ok
+        self.retransmissions = False      # ask each rank for its retransmissions per peer (a watched job)
 
     def __enter__(self):
         try:
@@ -112,7 +113,8 @@ class Coordinator:
         coordinator's schedules runs."""
         for rank in self.ranks:
             try:
-                rank.send(count=count, iteration=iteration, repeat=repeat, compute_s=compute_s, schedule=schedule)
+                rank.send(count=count, iteration=iteration, repeat=repeat, compute_s=compute_s, schedule=schedule,
+                          retrans=self.retransmissions)
             except ProgramError as e:
                 raise AllreduceError(f"{self.label}: {e}") from None
         replies = self._collect("iteration", (timeout + compute_s) * repeat)

@@ -72,6 +72,8 @@ class Watch:
     def __enter__(self):
         self._group = Communicators(self.emu, [self.comm], self.draw, timeout=self.stall_limit, stopped_ok=True)
         self._group.__enter__()
+        for coordinator in self._group.coordinators:
+            coordinator.retransmissions = True
         try:
             self._group.iterate(self.count, 0)            # warmup: connections and windows
             ports = [interface(node, port) for link in self.emu.topo.links for node, port in link.ends()
