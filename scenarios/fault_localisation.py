@@ -255,7 +255,7 @@ def run_one(experiment, plan, k, run, keep):
                        draw=Draw(draw_seed, bond), stall_limit=plan.stall_limit, mtu=plan.mtu,
                        folder=experiment.results.path / (f"{run.design}_{run.label}" if run.design else f"fabric{k}"),
                        on_row=lambda rows: [keep(dict(row, run=run.label, design=run.design)) for row in rows],
-                       prepare=lambda emu, watch: ready_job(topo, emu, watch, Draw(draw_seed, bond), run.straggler))
+                       prepare=lambda emu, watch: ready_job(emu, watch, run.straggler))
 
 
 def run(plan, experiment):

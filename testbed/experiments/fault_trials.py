@@ -45,15 +45,14 @@ def held_out(seed):
             f"held out: the detector's thresholds were set on other draws (seeds {tuned})")
 
 
-def job_links(topo, emu, watch, draw):
-    """The links the job's connections cross, as hashing and the routes put them."""
-    placer = Placer(topo, emu.routing, draw.bond)
-    conns = watch.connections()
-    return sorted({topo.link_at(node, port) for c in conns for node, port in placer.path(c)},
+def job_links(watch):
+    """The links the job's connections cross, as hashing and the routes put them (the paths the
+    watch gave its monitor)."""
+    return sorted(set().union(*watch.monitor.paths.values()),
                   key=lambda link: (link.a, link.a_port, link.b, link.b_port))
 
 
-def ready_job(topo, emu, watch, draw, straggler=None):
+def ready_job(emu, watch, straggler=None):
     """The links the job crosses (``job_links``), once a straggler (rank, share), if any, is held at
     `share` of the CPU it used over the job's first STRAGGLER_USE_S: slow from the start, as a rank
     with more work than the others is (stage imbalance), and no fault. The monitor's baseline, filled
@@ -65,7 +64,7 @@ def ready_job(topo, emu, watch, draw, straggler=None):
         watch.wait(started + STRAGGLER_USE_S)
         use = (process_seconds(pid) - used) / (watch.now() - started)
         faults.CgroupLimit(emu.emulation.record, pid, max(faults.CgroupLimit.MIN_SHARE, round(use * share, 4))).apply()
-    return job_links(topo, emu, watch, draw)
+    return job_links(watch)
 
 
 def job_fabric_links(topo, mode, algorithm, count, draw, port=7000):

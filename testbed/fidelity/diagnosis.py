@@ -178,7 +178,7 @@ def queue_finding(topo, before, after):
         now, then = _mean_packets(samples), _mean_packets(before.queues.get(port, []))
         if now - then >= QUEUE_GROWTH and now >= QUEUE_RATIO * max(then, 0.5):
             node, number = port.rsplit("-eth", 1)
-            link = topo.link_at(node, int(number))
+            link = port_link(topo, port)
             share = drain_share(samples, link.bytes_per_s) if link else None
             if share is None:
                 unsure.append((now - then, node, number, now, then))
@@ -210,13 +210,18 @@ def resent(window):
     return out
 
 
+def port_link(topo, port):
+    """The link at a switch port named as the queue sampler names it (SWITCH-ethN), or None."""
+    node, number = port.rsplit("-eth", 1)
+    return topo.link_at(node, int(number))
+
+
 def dropping_links(topo, window):
     """The links whose switch ports dropped packets at their FIFO's limit over the window."""
     out = set()
     for port, samples in window.queues.items():
         if len(samples) > 1 and samples[-1][3] > samples[0][3]:
-            node, number = port.rsplit("-eth", 1)
-            out.add(topo.link_at(node, int(number)))
+            out.add(port_link(topo, port))
     return out - {None}
 
 
