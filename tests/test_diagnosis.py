@@ -1,7 +1,7 @@
 """The fault detector on hand-made recordings of each kind, without root: it names the kind and the
 place from port events, queues and the ranks' step timestamps, and stays quiet on a window like
 the one before."""
-from testbed.fidelity.diagnosis import BUSY_LEAST_S, UNDECIDED, Window, diagnose
+from testbed.fidelity.diagnosis import BUSY_LEAST_S, RECOVERY_S, UNDECIDED, Window, diagnose, recent_events
 from testbed.topology import LeafSpine
 
 TOPO = LeafSpine(2, 2, 2)       # leaf0 (tb1), leaf1 (tb2), spine0 (tb3), spine1 (tb4); h0 h1 | h2 h3
@@ -158,11 +158,13 @@ def test_a_watchs_window_holds_the_iterations_that_ended_in_it_and_its_samples_a
                         {"start": 1.0, "end": 2.5, "timing": "b", "wrong": 1},      # straddles 2.0
                         {"start": 2.5, "end": 3.0, "timing": "c", "wrong": 0}]
     watch.queues = SimpleNamespace(samples={"tb1-eth3": [(1000.0 + 0.5 * i, i, 0, 0, 0) for i in range(8)]})
+    watch.edges = SimpleNamespace(samples={"h1-eth0": [(1000.0 + 1.5 * i, 0, 0, i, 0) for i in range(3)]})
     watch.log_path = tmp_path / "controller.log"
     watch.log_path.write_text("port tb1:3 down at 1002.200: 1 links down\nport tb1:3 up at 1003.900: 0 links down\n")
     before, after = watch.window(0.0, 2.0), watch.window(2.0, 3.0)
     assert before.timing == ["a"] and after.timing == ["b", "c"]
     assert [t for t, *_ in after.queues["tb1-eth3"]] == [2.0, 2.5, 3.0]
+    assert [t for t, *_ in after.edges["h1-eth0"]] == [3.0]
     assert [round(t, 3) for t, *_ in after.events] == [2.2] and watch.wrong(2.0, 3.0) == 1
 
 
@@ -202,3 +204,33 @@ def test_retransmissions_a_full_fifo_explains_or_the_baseline_had_are_no_lossy_l
     assert diagnose(topo, clean, Window(**dropping), paths).kind == "none"      # spine0 -> leaf1 dropped
     assert diagnose(topo, lossy, lossy, paths).kind == "none"
     assert diagnose(topo, clean, lossy).kind == "none"
+
+
+def test_retransmissions_a_hosts_full_egress_explains_are_no_lossy_link():
+    """A second job on the ranks' hosts overflows the host's own egress FIFO (its NIC's drop
+    counter): the retransmissions over that host's link are congestion."""
+    topo, paths, clean, lossy = lossy_case()
+    full = dict(lossy.__dict__, edges={"h1-eth0": [(0.0, 90, 810000, 3, 0.0), (1.0, 90, 810000, 9, RATE)]})
+    assert diagnose(topo, clean, Window(**full), paths).kind == "none"
+    calm = dict(lossy.__dict__, edges={"h1-eth0": [(0.0, 90, 810000, 3, 0.0), (1.0, 90, 810000, 3, RATE)]})
+    assert diagnose(topo, clean, Window(**calm), paths).where == "leaf1-spine0"
+
+
+def test_retransmissions_over_a_link_that_was_cut_are_recovery_not_loss():
+    """spine0 (tb4) port 2 faces leaf1: while it is down, or RECOVERY_S after it came back, the
+    retransmissions of the pairs crossing it are TCP resending what the cut lost."""
+    topo, paths, clean, lossy = lossy_case()
+    down, up = (10.0, "tb4", 2, False), (12.0, "tb4", 2, True)
+    assert recent_events([down], 20.0) == [down]                                  # still down
+    assert recent_events([down, up], 12.0 + RECOVERY_S) == [up]
+    assert recent_events([down, up], 12.1 + RECOVERY_S) == []                     # long back up
+    assert diagnose(topo, clean, Window(**dict(lossy.__dict__, earlier=[down, up])), paths).kind == "none"
+    assert diagnose(topo, clean, Window(**dict(lossy.__dict__, earlier=[(12.0, "tb5", 1, True)])),
+                    paths).where == "leaf1-spine0"                                # a link no lossy pair crosses
+
+
+def test_a_hung_rank_is_named_before_the_retransmissions_its_stop_caused():
+    topo, paths, clean, lossy = lossy_case()
+    hung = [dict(t, retrans=[[1, 2]] if r in (0, 2) else []) for r, t in enumerate(ring_timing(3, hang=1, hang_s=2.0))]
+    found = diagnose(topo, clean, Window([hung] * 3, {}, []), paths)
+    assert (found.kind, found.where) == ("rank-hung", "rank 1")

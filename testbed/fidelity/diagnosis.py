@@ -29,11 +29,18 @@ with a window before it (a fault-free trial's, or the job's own first iterations
   that no switch port's FIFO drops on their path explain, LOSS_LEAST or more in a window and
   LOSS_RATIO times the baseline's per window; the link named is the one 007 (NSDI 2018) would
   blame, voting with the paths of the pairs that retransmitted. (A lossy link slows the job without
-  a queue: without this, the ranks' timings named the rank behind it.)
-- rank-hung, rank-slow: from each rank's own delay in each step, the part of the step's time that
-  nothing outside the rank explains: from the later of its previous step's end, its sender's
-  handing over the step's message and, where its send waited for a clear-to-send, its receiver's
-  being ready, to its step's end; and, for the first step, how much later than the first rank it started.
+  a queue: without this, the ranks' timings named the rank behind it.) Retransmissions are
+  explained, and so not counted, where their path crosses a link that dropped at a FIFO's limit:
+  a switch port's, or a host's own egress (its NIC's drop counter, which a host agent reads: a
+  second job on the ranks' hosts overflows it); or a link the controller saw go down or come back
+  up in the window or RECOVERY_S before it, or that is still down (TCP resending what a cut lost,
+  backed off, for seconds after the cable is back).
+- rank-hung, rank-slow (a hung rank is judged before retransmissions: its peers resend to it as
+  it stops, and those named a link on its paths): from each rank's own delay in each step, the
+  part of the step's time that nothing outside the rank explains: from the later of its previous
+  step's end, its sender's handing over the step's message and, where its send waited for a
+  clear-to-send, its receiver's being ready, to its step's end; and, for the first step, how much
+  later than the first rank it started.
   A rank waiting for data that came late owes nothing; the rank that made it late does. A rank with
   one own delay of HANG_S or more (HANG_RATIO times the most before) is hung. A rank held back by
   its CPU (a share too small for it) stalls now and then, for up to a scheduling period: its own
@@ -49,7 +56,7 @@ with a window before it (a fault-free trial's, or the job's own first iterations
 The confidence is how far the finding stands above the next candidate (0 to 1).
 """
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 QUEUE_GROWTH, QUEUE_RATIO = 5.0, 3.0      # packets, times
 DRAIN_SLOW, BUSY_LEAST_S = 0.9, 0.5        # of what a port at its rate sends; seconds queued in a window
@@ -58,6 +65,7 @@ RANK_RATIO, RANK_FLOOR_S, RANK_SHIFT = 3.0, 0.002, 0.10
 JOB_SHIFT = 0.10          # how much longer the job's iterations must be for a slow rank
 SPIKE_TIMES, SPIKE_FLOOR_S, SPIKE_GROWTH_S = 2.0, 0.005, 0.001
 LOSS_LEAST, LOSS_RATIO = 3, 3.0           # segments retransmitted in a window; times the baseline's per window
+RECOVERY_S = 4.0          # after a port event on a link, its paths' retransmissions are recovery (RTO backoff)
 KINDS = ("none", "link-slow", "link-down", "switch-down", "rank-slow", "rank-hung")
 UNDECIDED = "undecided"   # not a finding: a queue grew where too little backlog tells what it is
 # The fault_localisation seeds whose runs the thresholds and rules above were set on (the drain
@@ -85,11 +93,15 @@ class Window:
     """What was measured over a span, on the monotonic clock: timing = [per iteration: [per rank:
     {"start", "steps": [[sent, end, from, to, rendezvous]], "retrans": [[peer, segments]]}]]
     (``programs.rank``); queues = {port: [(time,
-    packets, bytes, drops, bytes sent)]} (``probes.queues``); events = [(time, switch, port, up)]."""
+    packets, bytes, drops, bytes sent)]} (``probes.queues``); events = [(time, switch, port, up)];
+    edges: the hosts' own egress FIFOs, sampled as queues are (their drops only are read); earlier:
+    port events before the window that bear on it, which the monitor keeps (``recent_events``)."""
     timing: list
     queues: dict
     events: list
     parts: tuple = ()     # the windows a baseline was merged from (``monitor.merged``), each judged on its own
+    edges: dict = field(default_factory=dict)
+    earlier: list = field(default_factory=list)
 
     def each(self):
         """The windows this one was merged from, or itself alone."""
@@ -217,18 +229,35 @@ def port_link(topo, port):
 
 
 def dropping_links(topo, window):
-    """The links whose switch ports dropped packets at their FIFO's limit over the window."""
+    """The links whose switch ports, or hosts' egress, dropped packets at their FIFO's limit over the
+    window."""
     out = set()
-    for port, samples in window.queues.items():
+    for port, samples in [*window.queues.items(), *window.edges.items()]:
         if len(samples) > 1 and samples[-1][3] > samples[0][3]:
             out.add(port_link(topo, port))
     return out - {None}
 
 
+def disturbed_links(topo, window):
+    """The links with a port event in the window or in what the monitor kept of those before it
+    (``Window.earlier``)."""
+    return {topo.link_at(switch, port) for _, switch, port, _ in [*window.earlier, *window.events]} - {None}
+
+
+def recent_events(events, start):
+    """Of port events seen before `start`, those that bear on a window starting then: the ones
+    RECOVERY_S or less before it, and the last of each port whose last is a down (still down)."""
+    last = {}
+    for event in sorted(events):
+        last[event[1:3]] = event
+    return sorted({e for e in events if e[0] >= start - RECOVERY_S} | {e for e in last.values() if not e[3]})
+
+
 def unexplained(topo, window, paths):
-    """resent(window) where the data's path crossed no port that dropped at its FIFO's limit."""
-    dropping = dropping_links(topo, window)
-    return {pair: n for pair, n in resent(window).items() if pair in paths and not paths[pair] & dropping}
+    """resent(window) where the data's path crossed no port that dropped at its FIFO's limit and no
+    link that went down or came back (``disturbed_links``)."""
+    explained = dropping_links(topo, window) | disturbed_links(topo, window)
+    return {pair: n for pair, n in resent(window).items() if pair in paths and not paths[pair] & explained}
 
 
 def loss_finding(topo, before, after, paths):
@@ -266,22 +295,34 @@ def loss_finding(topo, before, after, paths):
                    f"{votes[link]} segments" + (f"; the paths cannot tell it from {', '.join(tied)}" if tied else ""))
 
 
-def rank_finding(before, after):
-    """rank-hung or rank-slow from the ranks' own delays, or None."""
+def hang_finding(before, after):
+    """rank-hung from the ranks' own delays, or None."""
     now, was = window_delays(after.timing), window_delays(before.timing)
     if len(now) < 2:
         return None
-    ranks = sorted(now)
-    worst = {r: max(now[r]) for r in ranks}
+    worst = {r: max(now[r]) for r in now}
     before_worst = max((x for xs in was.values() for x in xs), default=0.0)
-    hung = max(ranks, key=worst.get)
+    hung = max(worst, key=worst.get)
     second = sorted(worst.values())[-2]
     if worst[hung] >= HANG_S and worst[hung] >= HANG_RATIO * before_worst:
         return Finding("rank-hung", f"rank {hung}", 1 - second / worst[hung],
                        f"rank {hung} held the others up {worst[hung]:.2f} s in one step (before, any rank at most "
                        f"{before_worst:.3f} s)")
+    return None
+
+
+def rank_finding(before, after):
+    """rank-hung or rank-slow from the ranks' own delays, or None."""
+    now, was = window_delays(after.timing), window_delays(before.timing)
+    if len(now) < 2:
+        return None
+    hung = hang_finding(before, after)
+    if hung is not None:
+        return hung
     if not slower_job(before.timing, after.timing):
         return None
+    ranks = sorted(now)
+    worst = {r: max(now[r]) for r in ranks}
     spikes_now, spikes_was = spikes(now), spikes(was)
     grew = {r: spikes_now[r] - spikes_was.get(r, 0.0) for r in ranks}
     slow, others = standout(grew)
@@ -339,11 +380,12 @@ def link_label(topo, link):
 
 def diagnose(topo, before, after, paths=None):
     """The fault that `after` shows against `before` (Windows), in the order an operator trusts the
-    evidence: port events, queues, retransmissions (where the job's `paths` are known: see
-    ``loss_finding``), then the ranks' own timings; Finding('none') when nothing stands out,
+    evidence: port events, queues, a hung rank, retransmissions (where the job's `paths` are known:
+    see ``loss_finding``), then the ranks' own timings; Finding('none') when nothing stands out,
     Finding(UNDECIDED) when a queue grew too briefly to judge (no finding yet: the next window tells)."""
     for rule in (lambda: port_finding(topo, before, after), lambda: queue_finding(topo, before, after),
-                 lambda: loss_finding(topo, before, after, paths), lambda: rank_finding(before, after)):
+                 lambda: hang_finding(before, after), lambda: loss_finding(topo, before, after, paths),
+                 lambda: rank_finding(before, after)):
         finding = rule()
         if finding is not None:
             return finding

@@ -15,12 +15,15 @@ last windows become the baseline, so that the next change is seen against it rat
 a job that no longer runs. Greyhound's change-point detector restarts its run length at a change
 for the same reason; without it one such shift kept the monitor alarming every window after it.
 What an alarm rests on is the window's own data: the iterations that ended in it, the queue
-samples and the port events taken in it (``api.Watch.window``).
+samples and the port events taken in it (``api.Watch.window``), and the port events before it that
+still bear on it, which the monitor keeps (a link still down, or back up only just: its paths'
+retransmissions are TCP's recovery, not a lossy link).
 """
+import dataclasses
 from collections import deque
 from dataclasses import dataclass
 
-from testbed.fidelity.diagnosis import UNDECIDED, Finding, Window, diagnose
+from testbed.fidelity.diagnosis import UNDECIDED, Finding, Window, diagnose, recent_events
 
 CADENCE_S = 1.0          # a window's length: two to five iterations of the watched allreduce
 BASELINE_WINDOWS = 4     # the healthy windows the current one is compared with
@@ -41,12 +44,14 @@ class Alarm:
 
 def merged(windows):
     """One Window of several: their iterations, queue samples and port events together."""
-    queues = {}
+    queues, edges = {}, {}
     for w in windows:
         for port, samples in w.queues.items():
             queues.setdefault(port, []).extend(samples)
+        for port, samples in w.edges.items():
+            edges.setdefault(port, []).extend(samples)
     return Window([it for w in windows for it in w.timing], queues, [e for w in windows for e in w.events],
-                  tuple(windows))
+                  tuple(windows), edges)
 
 
 class Monitor:
@@ -67,12 +72,14 @@ class Monitor:
         self.streak = []                  # (window, finding) of the alarm standing now
         self.alarms, self.judged, self.rebased = [], 0, 0
         self.undecided = []               # the ends of the windows left undecided
+        self.events = []                  # every port event seen, for the windows after it
 
     def poll(self, now):
         raised = []
         while self.next + self.cadence <= now:
             span = (self.next, self.next + self.cadence)
-            window = self.window_of(*span)
+            window = dataclasses.replace(self.window_of(*span), earlier=recent_events(self.events, span[0]))
+            self.events += window.events
             finding = diagnose(self.topo, merged(self.healthy), window, self.paths) \
                 if len(self.healthy) == self.healthy.maxlen else None
             if finding is not None and finding.kind == UNDECIDED:

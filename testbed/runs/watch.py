@@ -27,6 +27,8 @@ from testbed.routing.hashing import Placer
 from testbed.runs.together import Communicators
 from testbed.topology import interface
 
+EDGE_INTERVAL_S = 0.25   # the ranks' hosts' egress FIFOs: only their drop counters are read, per window
+
 
 class Watch:
     """with Watch(emu, comm, count) as watch: iterations run back to back in a thread of their own
@@ -66,6 +68,9 @@ class Watch:
                                                                      for node, port in placer.path(c))
         return {pair: frozenset(links) for pair, links in out.items()}
 
+    def _host_netns(self, ifname):
+        return self.emu.host(ifname.split("-eth")[0]).pid
+
     def now(self):
         return time.monotonic()
 
@@ -79,6 +84,9 @@ class Watch:
             ports = [interface(node, port) for link in self.emu.topo.links for node, port in link.ends()
                      if node in self.emu.topo.switches and self.emu.here(node)]
             self.queues = QueueSampler(ports, self.interval, self.emu.port_netns).__enter__()
+            nics = [interface(node, port) for link in self.emu.topo.links for node, port in link.ends()
+                    if node in set(self.comm.hosts) and self.emu.here(node)]
+            self.edges = QueueSampler(nics, EDGE_INTERVAL_S, self._host_netns).__enter__()
             self.offset = time.time() - time.monotonic()   # wall clock to monotonic, for samples and events
             self.started = self.now()
             self.monitor = Monitor(self.emu.topo, self.window, self.started, self.cadence, self.baseline,
@@ -86,6 +94,9 @@ class Watch:
             self._thread = threading.Thread(target=self._iterate, daemon=True)
             self._thread.start()
         except BaseException:
+            for sampler in (getattr(self, "queues", None), getattr(self, "edges", None)):
+                if sampler is not None:
+                    sampler.__exit__(None, None, None)
             self._group.__exit__(None, None, None)
             raise
         return self
@@ -104,6 +115,7 @@ class Watch:
         self._stop.set()
         self._thread.join(timeout=self.stall_limit + 5)
         self.queues.__exit__(None, None, None)
+        self.edges.__exit__(None, None, None)
         self._group.__exit__(*exc)
         self._thread.join()
 
@@ -129,15 +141,20 @@ class Watch:
         a rank stopped in ends after it was continued), the queue samples and the controller's
         port events taken in it."""
         wall = (start + self.offset, end + self.offset)
-        queues = {}
-        for port, samples in list(self.queues.samples.items()):
+        events = [(t - self.offset, switch, port, up) for t, switch, port, up in port_events(self.log_path)
+                  if wall[0] <= t <= wall[1]] if self.log_path else []
+        return Window([it["timing"] for it in self.ran(start, end)], self._samples(self.queues, wall), events,
+                      edges=self._samples(self.edges, wall))
+
+    def _samples(self, sampler, wall):
+        """{port: its samples taken in wall (start, end), on the monotonic clock}"""
+        out = {}
+        for port, samples in list(sampler.samples.items()):
             samples = samples[:]              # the sampler appends as we read
             a = bisect.bisect_left(samples, wall[0], key=lambda sample: sample[0])
             b = bisect.bisect_right(samples, wall[1], key=lambda sample: sample[0])
-            queues[port] = [(t - self.offset, *rest) for t, *rest in samples[a:b]]
-        events = [(t - self.offset, switch, port, up) for t, switch, port, up in port_events(self.log_path)
-                  if wall[0] <= t <= wall[1]] if self.log_path else []
-        return Window([it["timing"] for it in self.ran(start, end)], queues, events)
+            out[port] = [(t - self.offset, *rest) for t, *rest in samples[a:b]]
+        return out
 
     def diagnose(self, before, after):
         """The detector's Finding for the window after against the window before ((start, end) each)."""
