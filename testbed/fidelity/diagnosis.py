@@ -25,8 +25,9 @@ with a window before it (a fault-free trial's, or the job's own first iterations
   began late in one. (A host's own egress is not an operator's to sample; the switch port facing
   it is, and fills for traffic into a slowed host link.)
 - link-slow, a link that loses packets (``loss_finding``): where the job's paths are known, the
-  segments the ranks retransmitted (each rank reads its sockets' TCP_INFO, as a host agent does)
-  that no switch port's FIFO drops on their path explain, LOSS_LEAST or more in a window and
+  segments the ranks retransmitted (each rank reads its sockets' TCP_INFO, as a host agent does,
+  less those its peer reported by D-SACK as already had: a tail-loss probe or a timeout that
+  queueing delay, not a loss, set off) that no switch port's FIFO drops on their path explain, LOSS_LEAST or more in a window and
   LOSS_RATIO times the baseline's per window; the link named is the one 007 (NSDI 2018) would
   blame, voting with the paths of the pairs that retransmitted. (A lossy link slows the job without
   a queue: without this, the ranks' timings named the rank behind it.) Retransmissions are
@@ -71,8 +72,10 @@ UNDECIDED = "undecided"   # not a finding: a queue grew where too little backlog
 # The fault_localisation seeds whose runs the thresholds and rules above were set on (the drain
 # rule also on runs of a probe of its own; its last form was chosen after seeing two other forms
 # on 654808's and 730353's draws; the retransmission rule's baseline and its ties on 515151's
-# run of lossy links). A run on another seed is scored on draws the detector was not set on.
-TUNED_ON_SEEDS = (379417, 515151, 654808, 730353)
+# run of lossy links; what explains retransmissions (hosts' egress drops, recent port events,
+# D-SACK) on 482361's second-job run). A run on another seed is scored on draws the detector was
+# not set on.
+TUNED_ON_SEEDS = (379417, 482361, 515151, 654808, 730353)
 
 
 @dataclass(frozen=True)

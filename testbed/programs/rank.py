@@ -12,11 +12,13 @@ answers {"iteration", "t0", "ends" (one per collective), "steps" (the first one'
 ends), "timing" (the first one's start and, per step, [sent, end, from, to, rendezvous]: when its
 sends were handed to the kernel, when it ended, its peers, and whether its send waited for the
 receiver's clear-to-send; and, where the command asks ("retrans": true), "retrans", [[peer,
-segments]] it retransmitted to each peer over the batch, where it did any: what an operator's
-host agent reads from TCP_INFO), "wrong" (over all of them)}, until stdin closes. The config names the schedule
-(``schedules.ALGORITHMS``) and, for one that needs them, its arguments (``schedule_args``). Any
-failure, including a peer that sends nothing for `timeout` seconds, ends it with {"error": ...}.
-Each collective's inputs and the check against numpy are in ``testbed.collectives.data``.
+segments]] it retransmitted to each peer over the batch, where it did any, less those the peer
+reported by D-SACK as already had (a tail-loss probe or a timeout that a delay, not a loss, set
+off): what an operator's host agent reads from TCP_INFO), "wrong" (over all of them)}, until stdin
+closes. The config names the schedule (``schedules.ALGORITHMS``) and, for one that needs them,
+its arguments (``schedule_args``). Any failure, including a peer that sends nothing for `timeout`
+seconds, ends it with {"error": ...}. Each collective's inputs and the check against numpy are in
+``testbed.collectives.data``.
 """
 import contextlib
 import json
@@ -35,6 +37,7 @@ from testbed.collectives.schedules import ALGORITHMS
 
 SO_MAX_PACING_RATE = 47   # <asm-generic/socket.h>; not in Python's socket module
 TCPI_TOTAL_RETRANS = 100  # offset of tcpi_total_retrans (u32) in <linux/tcp.h>'s struct tcp_info
+TCPI_DSACK_DUPS = 216     # offset of tcpi_dsack_dups (u32, Linux 5.3 on): resent segments the peer had already
 UNPACED = (1 << 64) - 1   # ~0UL: no pacing limit
 CLEAR_TO_SEND = b"\x01"
 # Larger messages go by rendezvous, as MPI sends large messages. Sent eagerly, a message from a
@@ -197,11 +200,14 @@ class Rank:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, timeval)
 
     def retransmitted(self):
-        """{peer: segments this rank retransmitted to that peer since its connections opened (a
-        one-frame message may go on the connection the peer opened)}"""
-        info = lambda sock: sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, TCPI_TOTAL_RETRANS + 4)
-        return {peer: sum(struct.unpack_from("=I", info(sock), TCPI_TOTAL_RETRANS)[0]
-                          for sock in socks + self.inc[peer] if sock) for peer, socks in self.out.items()}
+        """{peer: segments this rank retransmitted to that peer since its connections opened, less
+        those the peer had already (D-SACK: spurious); a one-frame message may go on the connection
+        the peer opened}"""
+        def lost(sock):
+            info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, TCPI_DSACK_DUPS + 4)
+            spurious = struct.unpack_from("=I", info, TCPI_DSACK_DUPS)[0] if len(info) >= TCPI_DSACK_DUPS + 4 else 0
+            return struct.unpack_from("=I", info, TCPI_TOTAL_RETRANS)[0] - spurious
+        return {peer: sum(lost(sock) for sock in socks + self.inc[peer] if sock) for peer, socks in self.out.items()}
 
     def sockets(self):
         return [s for socks in list(self.out.values()) + list(self.inc.values()) for s in socks if s]
