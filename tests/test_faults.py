@@ -123,6 +123,20 @@ def test_random_faults_are_placed_where_the_job_is_and_scored_by_place():
     assert fault.where in ("h0:0", "h0:1") and len(fault_trials.expected_place(fault, hpn)) == 2
 
 
+def test_a_fault_placed_where_the_job_never_goes_is_run_and_said_to_be_off_its_paths():
+    topo = BiGraph(2, 8)
+    links = [topo.link_at("tb1", 1), topo.link_at("tb1", 3), topo.link_at("tb5", 1)]
+    on, off = faults.Fault.parse("slow-link:U0-L0:0.3"), faults.Fault.parse("slow-link:U3-L3:0.3")
+    assert topo.label("tb1") == "U0" and fault_trials.on_paths(on, topo, links)
+    assert not fault_trials.on_paths(off, topo, links)
+    assert fault_trials.on_paths(faults.Fault.parse("switch-down:L0"), topo, links)
+    assert fault_trials.on_paths(faults.Fault.parse("hang-rank:3:2"), topo, links)
+    row = {"fabric": topo.name, "trial": 0, "injected": "slow-link", "where": "U3-L3", "how": 0.3, "found": "none",
+           "found_where": "", "confidence": 1.0, "detect_s": None, "correct": False, "during_over_before": 1.0,
+           "emulator_bottleneck": False, "off_paths": ["slow-link U3-L3"]}
+    assert fault_scores.trial_line(row).endswith("not on the job's paths")
+
+
 def test_trials_cycle_through_the_kinds_each_fabric_has():
     class Args:
         trials, fault_free, hang_for, fault_for, design_trials, rate, queue = 7, 3, 2.0, 5.0, 3, 10.0, 100

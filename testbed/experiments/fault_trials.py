@@ -120,6 +120,15 @@ def footprint(fault, topo):
     return {expected_place(fault, topo)}
 
 
+def on_paths(fault, topo, links):
+    """Whether a fault takes a link the job crosses (`links`: ``job_links``): a rank's always does;
+    a fault given with --inject may be placed where the job never goes, and is run and said so."""
+    if fault.kind in ("slow-rank", "hang-rank"):
+        return True
+    label = lambda node: topo.label(node) if node in topo.switches else node
+    return bool(footprint(fault, topo) & {frozenset((label(link.a), label(link.b))) for link in links})
+
+
 def check_apart(faults, topo, ranks):
     """Checks each of a trial's given faults on topo, and that two take nothing in common."""
     for fault in faults:
@@ -276,6 +285,7 @@ def run_trial(emu, watch, trial, topo, links, rng, *, before, fault_for, react=F
                     "busbw_after_react_MBps": None if settled is None or settled >= undone else
                     round(watch.busbw(settled, undone) / 1e6, 4)}
     common = {"fabric": topo.name, "trial": trial.number, "share_of_use": trial.share_of_use or None,
+              "off_paths": [f"{f.kind} {f.where}" for f in placed if not on_paths(f, topo, links)],
               "false_alarms": sum(a.new for a in false), "healthy_s": round((inject if fault else end) - start, 2),
               "healthy_windows": round(((inject if fault else end) - start) / monitor.cadence),
               "drift_s": drift or None,

@@ -27,15 +27,15 @@ with a window before it (a fault-free trial's, or the job's own first iterations
 - link-slow, a link that loses packets (``loss_finding``): where the job's paths are known, the
   segments the ranks retransmitted (each rank reads its sockets' TCP_INFO, as a host agent does,
   less those its peer reported by D-SACK as already had: a tail-loss probe or a timeout that
-  queueing delay, not a loss, set off) that no switch port's FIFO drops on their path explain, LOSS_LEAST or more in a window and
-  LOSS_RATIO times the baseline's per window; the link named is the one 007 (NSDI 2018) would
-  blame, voting with the paths of the pairs that retransmitted. (A lossy link slows the job without
-  a queue: without this, the ranks' timings named the rank behind it.) Retransmissions are
-  explained, and so not counted, where their path crosses a link that dropped at a FIFO's limit:
-  a switch port's, or a host's own egress (its NIC's drop counter, which a host agent reads: a
-  second job on the ranks' hosts overflows it); or a link the controller saw go down or come back
-  up in the window or RECOVERY_S before it, or that is still down (TCP resending what a cut lost,
-  backed off, for seconds after the cable is back).
+  queueing delay, not a loss, set off) that no switch port's FIFO drops on their path explain,
+  LOSS_LEAST or more in a window and LOSS_RATIO times the baseline's per window; the link named is
+  the one 007 (NSDI 2018) would blame, voting with the paths of the pairs that retransmitted. (A
+  lossy link slows the job without a queue: without this, the ranks' timings named the rank behind
+  it.) Retransmissions are explained, and so not counted, where their path crosses a link that
+  dropped at a FIFO's limit: a switch port's, or a host's own egress (its NIC's drop counter,
+  which a host agent reads: a second job on the ranks' hosts overflows it); or a link the
+  controller saw go down or come back up in the window or RECOVERY_S before it, or that is still
+  down (TCP resending what a cut lost, backed off, for seconds after the cable is back).
 - rank-hung, rank-slow (a hung rank is judged before retransmissions: its peers resend to it as
   it stops, and those named a link on its paths): from each rank's own delay in each step, the
   part of the step's time that nothing outside the rank explains: from the later of its previous

@@ -276,7 +276,9 @@ def trial_line(row):
             f"{said:54s} {'RIGHT' if row['correct'] else 'WRONG'}  busbw {row['during_over_before'] or 0:.2f} "
             f"of before{'  BOTTLENECK' if row['emulator_bottleneck'] else ''}"
             + (f"  second job on {row['second_job_s']:g} s" if row.get("second_job_s") is not None else "")
-            + (f"  with {row['along']}" if row.get("along") else ""))
+            + (f"  with {row['along']}" if row.get("along") else "")
+            + ("  not on the job's paths" if row.get("off_paths") and f"{row['injected']} {row['where']}"
+               in row["off_paths"] else ""))
 
 
 def headline(rows):
