@@ -27,7 +27,7 @@ if __name__ == "__main__":
 import argparse  # noqa: E402  (after the venv check: these need the venv's packages)
 
 from scenarios import DEFAULT, SCENARIOS  # noqa: E402
-from testbed.emulation import capacity, cores, ovs, preflight, runrecord  # noqa: E402
+from testbed.emulation import capacity, cores, ecn, ovs, preflight, runrecord  # noqa: E402
 from testbed.emulation.explore import explore  # noqa: E402
 from testbed.emulation.settings import RunSettings  # noqa: E402
 from testbed.errors import Interrupted, TestbedError  # noqa: E402
@@ -77,7 +77,7 @@ def parser():
         p.add_argument("--record", action="store_true",
                        help="also keep this run's record under docs/records/ (every run writes record.json into its "
                             "folder), for the scenario's page (run_scenario.py --pages)")
-        p.set_defaults(cli=False, cpu_placement="auto", slots=1, machines=None, control_class="on")
+        p.set_defaults(cli=False, cpu_placement="auto", slots=1, machines=None, control_class="on", ecn=None)
         if not getattr(module, "EMULATES", True):
             continue                        # a model only: the emulation's options mean nothing to it
         p.add_argument("--cli", action="store_true", help="build this scenario's fabric, controller and routes and "
@@ -91,6 +91,10 @@ def parser():
                             "idealisation: control never waits behind queued frames); off: one FIFO per port "
                             "(docs/design.md, The control class; a link with --delay has one FIFO either way) "
                             "(default %(default)s)")
+        p.add_argument("--ecn", type=int, metavar="K",
+                       help="every switch port marks ECN's CE on ECN-capable packets while its class's queue holds "
+                            "more than K bytes (a virtual queue drained at the link's rate, in the project's tc-eBPF "
+                            "program), and the hosts' TCP asks for ECN (default: drop-tail FIFOs only)")
         p.add_argument("--slots", type=int, default=1,
                        help="split every fabric into this many slots, each forwarded by an ovs-vswitchd of its "
                             "own in a network namespace of its own, the links between them VXLAN tunnels "
@@ -173,8 +177,10 @@ def run(args, argv):
         if args.cli:
             raise TestbedError("--cli opens Mininet's CLI on this machine's fabric: drop --machines")
     settings = RunSettings(slots=args.slots, cpu_placement=args.cpu_placement, machines=ms or None,
-                           control_class=args.control_class == "on")
+                           control_class=args.control_class == "on", ecn=args.ecn)
     plan = module.prepare(args)             # every option checked; nothing built or written
+    for topo in plan.fabrics if settings.ecn else ():
+        ecn.check(settings.ecn, min(link.queue for link in topo.links), plan.mtu)
     fingerprint = of_run(module, args)
     for topo in plan.fabrics:
         for note in topo.notes:
@@ -214,7 +220,7 @@ def measured_once(plan, settings):
 
 
 def measure(args, argv, module, plan, experiment, datapath, fingerprint):
-    emulation = ("cpu_placement", "slots", "machines", "control_class")
+    emulation = ("cpu_placement", "slots", "machines", "control_class", "ecn")
     options = {k: v for k, v in vars(args).items()
                if k not in ("scenario", "list", "cleanup", "calibrate", "pages", "stale", "results", "cli", "record")
                and (getattr(module, "EMULATES", True) or k not in emulation)}

@@ -13,7 +13,7 @@ if [ "$(id -u)" -ne 0 ]; then
   exit 1
 fi
 
-DEBS="mininet openvswitch-switch libtcmalloc-minimal4 iperf3 libiperf0 ethtool iproute2 iputils-ping tcpdump socat nftables python3-venv python3-wheel python3-yaml"
+DEBS="mininet openvswitch-switch libtcmalloc-minimal4 iperf3 libiperf0 ethtool iproute2 iputils-ping tcpdump socat nftables python3-venv python3-wheel python3-yaml clang libbpf-dev bpftool"
 missing=""
 for p in $DEBS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -2,6 +2,7 @@
 from scenarios import (
     bigraph_allreduce,
     collectives,
+    congestion,
     dual_tor_failover,
     ecmp_collisions,
     fabric_check,
@@ -18,5 +19,5 @@ from scenarios import (
 
 SCENARIOS = {m.NAME: m for m in (bigraph_allreduce, collectives, fabric_check, ecmp_collisions, incast, hpn7_planes,
                                  hpn7_rails, hpn7_at_scale, dual_tor_failover, server_nics, training_scaling,
-                                 multi_job, fault_localisation, load_balancing)}
+                                 multi_job, fault_localisation, load_balancing, congestion)}
 DEFAULT = bigraph_allreduce.NAME

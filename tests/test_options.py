@@ -189,6 +189,8 @@ BAD = [  # (options, what the one line must say); every scenario's options, buil
     (["load_balancing", "--collectives", "gossip"], "--collectives: unknown gossip"),
     (["load_balancing", "--trials", "1"], "--trials must be at least 2"),
     (["load_balancing", "--workload", "nowhere.txt"], "nowhere.txt"),
+    (["bigraph_allreduce", "--ecn", "0"], "--ecn must be a positive number of bytes"),
+    (["incast", "--ecn", "99999999"], "--ecn 99999999 is at or above the FIFO's limit"),
 ]
 
 
@@ -240,7 +242,7 @@ def numeric_options():
 def test_every_numeric_option_refuses_a_negative_value_in_one_line(name, option):
     args = run_scenario.parser().parse_args([name, option, "-1"])
     with pytest.raises(TestbedError) as e:
-        RunSettings(slots=args.slots, cpu_placement=args.cpu_placement)      # the run's settings, checked first
+        RunSettings(slots=args.slots, cpu_placement=args.cpu_placement, ecn=args.ecn)   # the run's settings, first
         SCENARIOS[name].prepare(args)
     assert "\n" not in str(e.value) and option.lstrip("-").split("-")[0] in str(e.value)
 

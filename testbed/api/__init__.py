@@ -43,6 +43,7 @@ from testbed.collectives.placements import (
 from testbed.collectives.schedules import HalvingDoubling, PairwiseAlltoall, Ring
 from testbed.collectives.training import compute_seconds, linear_ratio
 from testbed.collectives.workload import scaled_count
+from testbed.emulation.ecn import check as check_ecn
 from testbed.emulation.faults import Fault
 from testbed.emulation.network import DEFAULT_MTU
 from testbed.emulation.settings import RunSettings
@@ -54,7 +55,7 @@ from testbed.routing.hashing import BONDS, Draw, Placer
 from testbed.runs.jobs import NVLINK_GBIT, Job
 from testbed.runs.together import Comm
 from testbed.topology import DEFAULT_QUEUE, DEFAULT_RATE, FORMS, HPN7, BiGraph, LeafSpine, from_spec
-from testbed.topology.base import with_scaleup
+from testbed.topology.base import interface, with_scaleup
 from testbed.topology.hpn7 import HPN_UPLINK_CAPACITY, plane_forms
 from testbed.topology.uplinks import RATIOS, faster_uplinks
 
@@ -67,4 +68,4 @@ __all__ = ["fabric", "emulate", "Emulated", "plane_forms", "Draw", "compare", "t
            "place_jobs", "servers", "part_of_racks", "rail_ring", "on_shared_nics", "Ring", "HalvingDoubling",
            "PairwiseAlltoall", "workloads", "scaled_count", "CrossSegmentJob", "data_connections",
            "compute_seconds", "linear_ratio", "ELEMENT_BYTES", "EAGER_LIMIT", "HIGH_DSCP", "PRIORITIES", "BONDS",
-           "Placer", "Fault", "Job", "NVLINK_GBIT"]
+           "Placer", "Fault", "Job", "NVLINK_GBIT", "check_ecn", "interface"]

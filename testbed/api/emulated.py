@@ -13,6 +13,7 @@ from testbed.collectives.connections import flow_connections
 from testbed.collectives.data import ELEMENT_BYTES
 from testbed.collectives.placements import place
 from testbed.emulation import events, faults
+from testbed.emulation.ecn import congestion_controls
 from testbed.emulation.network import DEFAULT_MTU
 from testbed.emulation.settings import RunSettings
 from testbed.emulation.shaping import PRIORITIES
@@ -40,7 +41,7 @@ LEARNING_WARMUP = 6     # iterations: a learning controller places flows after 4
 def emulate(topo: Topology, routing: str = "deterministic", *, hash: str = "same", folder: str | Path | None = None,
             mtu: int = DEFAULT_MTU, log=SILENT, slots: int = 1, machines: str | Path | None = None,
             cpu_placement: str = "auto", settings: RunSettings | None = None, priority: str | None = None,
-            flows: Sequence[tuple[str, str]] = (), control_class: bool = True) -> Emulated:
+            flows: Sequence[tuple[str, str]] = (), control_class: bool = True, ecn: int | None = None) -> Emulated:
     """The fabric as a context manager: entering builds it (Mininet hosts, Open vSwitch switches,
     shaped links, the controller installing `routing`: 'deterministic', 'ecmp' (ECMP hashing with
     the `hash` 'same' at every switch or 'per-switch'), 'pinned' (by destination, one next hop each)
@@ -57,7 +58,9 @@ def emulate(topo: Topology, routing: str = "deterministic", *, hash: str = "same
     classes on every switch port, a packet with the DS field ``HIGH_DSCP`` (46, EF) in the high
     one (a ``Comm`` or a job's ``dscp``), or None: one FIFO per port. control_class: every switch
     port serves the ranks' clear-to-sends and ACKs first (docs/design.md, *The control class*;
-    settings, when given, say it instead)."""
+    settings, when given, say it instead). ecn: K in bytes, every switch port marks CE on
+    ECN-capable packets while its class's queue is above K and the hosts' TCP asks for ECN
+    (``emulation.ecn``; settings, when given, say it instead); None: drop-tail only."""
     if routing not in routes.MODES:
         raise TestbedError(f"unknown routing {routing!r}: use one of {', '.join(routes.MODES)}")
     if hash not in routes.HASHES:
@@ -67,7 +70,7 @@ def emulate(topo: Topology, routing: str = "deterministic", *, hash: str = "same
             raise TestbedError("the machines file gives each machine its slots: leave slots out")
         settings = RunSettings(slots=slots, cpu_placement=cpu_placement,
                                machines=inventory.load(machines) if machines is not None else None,
-                               control_class=control_class)
+                               control_class=control_class, ecn=ecn)
     if priority not in (None, *PRIORITIES):
         raise TestbedError(f"unknown priority {priority!r}: use one of {', '.join(PRIORITIES)}, or None")
     if folder is None:
@@ -271,18 +274,23 @@ class Emulated:
         return together.Communicators(self.emulation, list(comms), draw)
 
     def flows(self, pairs: Sequence[tuple], *, seconds: int = 3, streams: int = 1, draw: Draw | None = None,
-              name: str = "flows") -> Flows:
+              name: str = "flows", congestion_control: str = "") -> Flows:
         """Long-lived TCP flows, all at once, `streams` connections per (source, destination) pair
         (host names, or NIC ports such as HPN7's ``cross_segment_pairs()``). With a `draw`, the
         connections take its source ports (and, for a round-robin bond, its NIC ports), so two
-        forms of a fabric can be measured on the same 5-tuples."""
+        forms of a fabric can be measured on the same 5-tuples. congestion_control: the senders'
+        (cubic, bbr or reno, on each socket; "": the hosts' default, BBR on this machine)."""
         pairs = [(self._port(s), self._port(d)) for s, d in pairs]
         if not pairs or not 1 <= streams <= 16 or not 1 <= seconds <= 600:
             raise TestbedError("flows need at least one pair, 1 to 16 streams and 1 to 600 seconds")
+        if congestion_control and congestion_control not in congestion_controls():
+            raise TestbedError(f"congestion control {congestion_control!r} is not in this kernel: use one of "
+                               f"{', '.join(congestion_controls())}")
         groups = None if draw is None else flow_connections([(s.host, d.host) for s, d in pairs], streams, draw)
         queue_ports = [interface(*self.topo.attachment(nic)) for nic in self.topo.nic_ports()]
         seen = Observation(self.emulation, self.folder / name, queue_ports)
-        flows, cpu = measure_flows(self.emulation, pairs, seconds, streams=streams, connections=groups, during=[seen])
+        flows, cpu = measure_flows(self.emulation, pairs, seconds, streams=streams, connections=groups, during=[seen],
+                                   congestion_control=congestion_control)
         failed = [f"{f['src']}->{f['dst']}: {f['error']}" for f in flows if f["error"]]
         if failed:
             raise TestbedError(f"flows failed: {'; '.join(failed)}")

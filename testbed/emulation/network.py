@@ -21,6 +21,7 @@ from mininet.node import Host, OVSSwitch
 from mininet.util import errRun
 
 from testbed.emulation import cores, drops, ovs, preflight, runrecord, sendbuffer, shaping, slots, txcompletion
+from testbed.emulation import ecn as ecn_marking
 from testbed.emulation.controller import Controller, wait_for_rules
 from testbed.emulation.cpu import CpuMonitor
 from testbed.emulation.processes import LOOPBACK, POPEN, Program, argv
@@ -135,7 +136,7 @@ class SlotSwitch(TestbedSwitch):
 
 class Emulation:
     def __init__(self, topo, routing, run_dir, mtu=DEFAULT_MTU, log=print, refuse_overload=True, cpu_placement="auto",
-                 slot_count=1, share=None, priority=None, control_class=True):
+                 slot_count=1, share=None, priority=None, control_class=True, ecn=None):
         """routing: the RoutingPlan the controller installs. The topology and the plan are written
         into run_dir as topology.json and routing.json, so a result can be understood and replayed.
         refuse_overload=False lets a benchmark offer more than the emulator carries faithfully.
@@ -145,10 +146,13 @@ class Emulation:
         priority: 'strict' or 'weighted' traffic classes on every switch port by DS field
         (emulation.shaping), or None: one FIFO per port. control_class: serve the ranks' clear-to-sends
         and ACKs (DS field CONTROL_DSCP) first at every switch port (emulation.shaping; not on a link
-        with delay, whose netem has one FIFO)."""
+        with delay, whose netem has one FIFO). ecn: K, bytes: every switch port marks CE on ECN-capable
+        packets above K (emulation.ecn) and the hosts' TCP asks for ECN; None: drop-tail only."""
         self.topo, self.routing, self.run_dir, self.mtu, self.log = topo, routing, Path(run_dir), mtu, log
         self.refuse_overload, self.cpu_requested, self.priority = refuse_overload, cpu_placement, priority
-        self.control_class = control_class
+        self.control_class, self.ecn = control_class, ecn
+        if ecn:
+            ecn_marking.check(ecn, min(link.queue for link in topo.links), mtu)
         if topo.scaleup_domain and (slot_count > 1 or share):
             raise TestbedError("a scale-up domain joins a server's hosts directly, within one slot: run it without "
                                "--slots and --machines, or leave --scaleup out")
@@ -336,7 +340,8 @@ class Emulation:
             # tcp_tw_reuse: a hash draw gives a collective run again on the same fabric the same
             # 5-tuples, whose last connections may still be in TIME_WAIT
             sysctls = ["net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1",
-                       "net.ipv4.tcp_slow_start_after_idle=0", "net.ipv4.tcp_tw_reuse=1"]
+                       "net.ipv4.tcp_slow_start_after_idle=0", "net.ipv4.tcp_tw_reuse=1",
+                       f"net.ipv4.tcp_ecn={1 if self.ecn else 2}"]     # 2, the default: ECN when asked
             if self.topo.shared_nic_address:
                 sysctls += self._bond_sysctls(h)
             node.cmd(f"sysctl -qw {' '.join(sysctls)}; " +
@@ -429,6 +434,36 @@ class Emulation:
                     shaping.shape(ipr, intf, link.rate, link.queue, self.mtu, self.topo.switch_delay(link),
                                   self.priority or (shaping.CONTROL if self.control_class else None),
                                   control=self.control_class)
+        if self.ecn:
+            self._mark_ports(self.ecn)
+
+    def _mark_ports(self, k):
+        """The ECN marker at threshold k on every switch port (emulation.ecn), or none where k is None."""
+        for pid, ports in self._switch_ports_by_namespace().items():
+            for intf, link in ports:
+                ecn_marking.detach(pid, intf)
+                if k:
+                    limit = link.queue * (self.mtu + shaping.ETH_HEADER)
+                    ecn_marking.attach(pid, intf, ecn_marking.build(round(link.rate * 1e6), k, limit,
+                                                                    str(self.run_dir / "ecn")))
+
+    def set_ecn(self, k):
+        """From now on every switch port marks above k bytes (None: drop-tail only), and new TCP
+        connections from the hosts ask for ECN where it marks; marks are counted afresh."""
+        if k:
+            ecn_marking.check(k, min(link.queue for link in self.topo.links), self.mtu)
+        self._mark_ports(k)
+        for h in [h for h in self.topo.hosts if self.here(h)]:
+            self.host(h).cmd(f"sysctl -qw net.ipv4.tcp_ecn={1 if k else 2}")
+        self.ecn = k
+
+    def ecn_counts(self):
+        """{switch port: {class: {"packets", "ect", "marked", "over"}}} since the fabric was built
+        (emulation.ecn), {} without --ecn."""
+        if not self.ecn:
+            return {}
+        return {intf: ecn_marking.counts(pid, intf) for pid, ports in self._switch_ports_by_namespace().items()
+                for intf, _ in ports}
 
     def _vital_parts(self):
         """The watchdog's checks: None while the part runs, else what died and what to do."""

@@ -6,6 +6,8 @@ emulations in one process can differ.
 - cpu_placement: auto, pinned or none (emulation.cores);
 - control_class: whether every switch port serves the ranks' clear-to-sends and ACKs first
   (emulation.shaping): an idealisation, on by default (docs/design.md, *The control class*);
+- ecn: K in bytes, every switch port marking ECN-capable packets above K and the hosts' TCP asking
+  for ECN (emulation.ecn), or None: drop-tail FIFOs only, the default;
 - machines: a machines file's machines (machines.inventory) that run the slots, with the run's
   Dask engine and what the machines' preflight measured per (fabric, MTU), or None: this machine;
 - results: the run's folder, where its emulations write unless told otherwise.
@@ -22,6 +24,7 @@ class RunSettings:
     slots: int = 1
     cpu_placement: str = "auto"
     control_class: bool = True
+    ecn: int | None = None
     machines: object = None          # machines.inventory.Machines
     engine: object = None            # machines.engine.Engine, started for the run
     checked: dict = field(default_factory=dict)
@@ -32,6 +35,8 @@ class RunSettings:
             raise TestbedError(f"--slots must be 1 or more (got {self.slots!r}): 1 is one ovs-vswitchd for the fabric")
         if not isinstance(self.control_class, bool):
             raise TestbedError(f"control_class must be True or False (got {self.control_class!r})")
+        if self.ecn is not None and (not isinstance(self.ecn, int) or isinstance(self.ecn, bool) or self.ecn <= 0):
+            raise TestbedError(f"--ecn must be a positive number of bytes (got {self.ecn!r}): e.g. --ecn 30000")
         if self.cpu_placement not in cores.MODES:
             raise TestbedError(f"--cpu-placement must be one of {', '.join(cores.MODES)} "
                                f"(got {self.cpu_placement!r})")

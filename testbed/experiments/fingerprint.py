@@ -176,4 +176,6 @@ def of_run(module, args):
     settings = {"slots": getattr(args, "slots", 1), "cpu_placement": getattr(args, "cpu_placement", "auto"),
                 "machines": bool(getattr(args, "machines", None)),
                 "control_class": getattr(args, "control_class", "on")}
+    if getattr(args, "ecn", None):         # marking on: a run its drop-tail records do not stand for
+        settings["ecn"] = args.ecn
     return fingerprint(module.prepare(args), settings)

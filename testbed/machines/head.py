@@ -38,7 +38,9 @@ def open_emulation(topo, routing, run_dir, settings, mtu=DEFAULT_MTU, log=print,
     if settings.machines is None:
         return Emulation(topo, routing, run_dir, mtu=mtu, log=log, refuse_overload=refuse_overload,
                          cpu_placement=settings.cpu_placement, slot_count=settings.slots, priority=priority,
-                         control_class=settings.control_class)
+                         control_class=settings.control_class, ecn=settings.ecn)
+    if settings.ecn:
+        raise TestbedError("--ecn marks at switch ports built on one machine: run without --machines")
     if priority is not None:
         raise TestbedError("traffic classes (priority) are built on one machine: run without --machines")
     return MachineEmulation(topo, routing, run_dir, settings.machines, mtu=mtu, log=log, engine=settings.engine,

@@ -7,12 +7,13 @@ from testbed.collectives.connections import IPERF_BASE_PORT
 from testbed.emulation.processes import ProgramError, stop_all
 
 
-def measure_flows(emu, pairs, duration=5, omit=1, streams=1, during=(), connections=None):
+def measure_flows(emu, pairs, duration=5, omit=1, streams=1, during=(), connections=None, congestion_control=""):
     """[{src, dst, received_mbit, sent_mbit, retransmits, error}] per pair (summed over its
     connections), and the CPU verdict. connections: [[Connection per stream] per pair] from a draw
     (``connections.flow_connections``), bound as they say (bond: round-robin binds each to its NIC
     port); None: `streams` per pair, ports the kernel chooses. during: context managers (a
-    capture, a queue sampler) entered while the clients run."""
+    capture, a queue sampler) entered while the clients run. congestion_control: the senders'
+    (cubic, bbr, reno), set on each socket; "": the hosts' default."""
     plan = []        # (pair index, destination NIC port, its server's port, source port, device)
     for k, (src, dst) in enumerate(pairs):
         if connections is None:
@@ -28,7 +29,7 @@ def measure_flows(emu, pairs, duration=5, omit=1, streams=1, during=(), connecti
             server.expect("ready", 15)
         for _, src, dst, port, sport in plan:
             clients.append(emu.program(src.host, "iperf_endpoint", "client", dst.ip, port, duration, omit,
-                                       sport, name=f"iperf3 {src.ip} -> {dst.ip}:{port}"))
+                                       sport, congestion_control, name=f"iperf3 {src.ip} -> {dst.ip}:{port}"))
         for client in clients:     # every client loaded before any starts: 64 starting up starve the first
             client.expect("ready", 30)
         with ExitStack() as stack:

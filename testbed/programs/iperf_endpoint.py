@@ -1,20 +1,21 @@
 """One iperf3 endpoint through the Python wrapper (libiperf), run inside an emulated host.
 
     python -m testbed.programs.iperf_endpoint server BIND_IP PORT
-    python -m testbed.programs.iperf_endpoint client SERVER_IP PORT DURATION OMIT [SOURCE_PORT]
+    python -m testbed.programs.iperf_endpoint client SERVER_IP PORT DURATION OMIT [SOURCE_PORT [CC]]
 
 The server says {"ready": true} once it listens and serves one test. The client says {"ready": true}
 once loaded, starts its test on a line on stdin (so that many clients start together, not while
 others are still starting up), and says {"result": {received and sent Mbit/s, retransmits}} or
 {"error": ...}. A client test is one TCP connection, from SOURCE_PORT (0: the kernel's choice) as
-iperf3's --cport binds it.
+iperf3's --cport binds it, with the congestion control CC (iperf3's -C: the socket's own, which a
+host's namespace may not make its default; "" or none: the namespace's default).
 """
 import json
 import os
 import sys
 import threading
 import time
-from ctypes import c_int, c_void_p
+from ctypes import c_char_p, c_int, c_void_p
 from pathlib import Path
 
 import iperf3
@@ -47,7 +48,7 @@ def server(ip, port):
     return 0 if result and not result.error else 1
 
 
-def client(ip, port, duration, omit, source_port=0):
+def client(ip, port, duration, omit, source_port=0, congestion_control=""):
     out = os.dup(1)
     client = iperf3.Client()
     client.server_hostname, client.port = ip, int(port)
@@ -56,6 +57,9 @@ def client(ip, port, duration, omit, source_port=0):
     if int(source_port):     # libiperf's own setter, which the wrapper does not expose
         client.lib.iperf_set_test_bind_port.argtypes = (c_void_p, c_int)
         client.lib.iperf_set_test_bind_port(client._test, int(source_port))
+    if congestion_control:
+        client.lib.iperf_set_test_congestion_control.argtypes = (c_void_p, c_char_p)
+        client.lib.iperf_set_test_congestion_control(client._test, congestion_control.encode())
     _say(out, ready=True)
     if not sys.stdin.readline():
         return 1

@@ -5,7 +5,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from testbed.emulation import drops, ovs, runrecord
+from testbed.emulation import drops, ecn, ovs, runrecord
 
 
 def leftovers():
@@ -18,6 +18,7 @@ def leftovers():
     if shutil.which("nft"):                                                    # loss rules (emulation.drops)
         tables = subprocess.run(["nft", "list", "tables"], capture_output=True, text=True).stdout.split()
         found += [t for t in tables if t == drops.TABLE]
+    found += [f"ECN marker (bpf program {p})" for p in ecn.loaded()]            # emulation.ecn
     return found
 
 

@@ -1,0 +1,84 @@
+"""ECN marking at every switch port (--ecn) on a real fabric: two long flows into one host, one of
+them ECN-capable. The capable flow's packets arrive with CE set, the other's never; the port
+facing the receiver counts its marks in the class they went in; and no program is left once the
+fabric is gone, also after a run killed mid-way and --cleanup."""
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from scapy.all import IP, rdpcap
+
+import testbed
+from testbed.emulation import ecn
+from testbed.topology import BiGraph, interface
+from tests.emulation.machine import leftovers
+from tests.emulation.test_cleanup import PROJECT, _wait_for
+
+K = 30000
+pytestmark = pytest.mark.skipif(ecn.missing() is not None, reason="needs clang, bpftool and libbpf-dev (setup.sh)")
+
+
+@pytest.fixture(scope="module")
+def marked(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("ecn")
+    pcap = folder / "h2.pcap"
+    with testbed.emulate(testbed.fabric("leafspine:2,2,2"), folder=folder, ecn=K) as emu:
+        net, topo = emu.emulation, emu.topo
+        net.host("h1").cmd("sysctl -qw net.ipv4.tcp_ecn=0")            # h1's TCP does not ask for ECN
+        dump = net.host("h2").popen(["tcpdump", "-i", "h2-eth0", "-s", "80", "-U", "-w", str(pcap), "tcp"],
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            time.sleep(1)
+            flows = emu.flows([("h0", "h2"), ("h1", "h2")], seconds=4, congestion_control="cubic")
+        finally:
+            dump.terminate()
+            dump.wait(10)
+        counts = net.ecn_counts()
+        facing = interface(*topo.attachment(topo.hosts["h2"].ports[0]))
+        attached = len(ecn.loaded())
+    ip = {h: topo.hosts[h].ports[0].ip for h in ("h0", "h1")}
+    packets = [p[IP] for p in rdpcap(str(pcap)) if IP in p]
+    return {"flows": flows, "counts": counts, "facing": facing, "attached": attached, "ip": ip,
+            "packets": packets, "ports": len(topo.switch_ports())}
+
+
+def test_an_ecn_capable_flow_is_marked_and_the_other_never(marked):
+    ecn_bits = lambda src: [p.tos & 3 for p in marked["packets"] if p.src == marked["ip"][src] and p.len > 100]
+    capable, plain = ecn_bits("h0"), ecn_bits("h1")
+    assert capable and plain, marked["counts"]
+    assert capable.count(3) > 0 and set(capable) <= {0, 2, 3}     # ECT(0), or CE where a port marked it;
+    assert capable.count(0) < 0.1 * len(capable)                  # Not-ECT: resent segments (RFC 3168)
+    assert set(plain) == {0}                                       # never ECN-capable, never marked
+
+
+def test_the_port_facing_the_receiver_counts_its_marks_per_class(marked):
+    port = marked["counts"][marked["facing"]]
+    rest, high = port["rest"], port["high"]
+    assert rest["marked"] > 0 and rest["over"] > rest["marked"]     # h1's packets arrived over K, unmarked
+    assert rest["ect"] < rest["packets"] and high["marked"] == 0
+    assert marked["attached"] == marked["ports"] and len(marked["counts"]) == marked["ports"]
+
+
+def test_no_marker_is_left_after_the_fabric(marked):
+    deadline = time.monotonic() + 10           # programs are freed once their ports are gone
+    while ecn.loaded() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert ecn.loaded() == []
+
+
+def test_a_run_killed_mid_way_leaves_no_marker_after_cleanup(run_dir, clean_machine):
+    proc = subprocess.Popen([sys.executable, "run_scenario.py", "fabric_check", "--topology", "bigraph:1,4",
+                             "--duration", "30", "--ecn", str(K), "--results", str(run_dir)],
+                            cwd=PROJECT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    _wait_for(proc, "fabric up")
+    assert len(ecn.loaded()) == len(BiGraph(1, 4).switch_ports())     # one marker per switch port
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    subprocess.run([sys.executable, "run_scenario.py", "--cleanup"], cwd=PROJECT, check=True, capture_output=True)
+    deadline = time.monotonic() + 10
+    while leftovers() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert leftovers() == []
