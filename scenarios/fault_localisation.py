@@ -31,7 +31,7 @@ from testbed.api import (
     TestbedError,
     place,
 )
-from testbed.experiments import ADDED, FOUND_KINDS, fault_scores, figures, loss_available
+from testbed.experiments import ADDED, FOUND_KINDS, SecondJob, fault_scores, figures, loss_available
 from testbed.experiments.claims import Claim
 from testbed.experiments.fault_trials import Trial, check_apart, held_out, job_fabric_links, ready_job, run_trial
 from testbed.experiments.job_trials import run_watched
@@ -145,6 +145,8 @@ def prepare(args):
     at_least(args.fault_for, 1, "--fault-for", " s")
     if args.drift and not 60 <= args.drift <= 3600:
         raise TestbedError(f"--drift must be 0 or 60 to 3600 s, for a second job to come and go (got {args.drift:g})")
+    if args.drift or args.second_job:
+        SecondJob.check(topos, "--drift" if args.drift else "--second-job")
     if args.straggler and not SLOW_RANK_SHARE[0] <= args.straggler < 1:
         raise TestbedError(f"--straggler must be 0 or {SLOW_RANK_SHARE[0]:g} to 1 (got {args.straggler:g})")
     args.hang_for = min(5.0, args.fault_for) if args.hang_for is None else args.hang_for

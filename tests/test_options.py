@@ -189,6 +189,7 @@ BAD = [  # (options, what the one line must say); every scenario's options, buil
     (["load_balancing", "--collectives", "gossip"], "--collectives: unknown gossip"),
     (["load_balancing", "--trials", "1"], "--trials must be at least 2"),
     (["load_balancing", "--workload", "nowhere.txt"], "nowhere.txt"),
+    (["fault_localisation", "--topology", "bigraph:1,2", "--second-job"], "the second job needs 4 hosts"),
     (["bigraph_allreduce", "--ecn", "0"], "--ecn must be a positive number of bytes"),
     (["incast", "--ecn", "99999999"], "--ecn 99999999 is at or above the FIFO's limit"),
 ]

@@ -17,6 +17,7 @@ from testbed.emulation.faults import loss_available
 from testbed.emulation.ovs import datapath_name
 from testbed.emulation.preflight import datapath
 from testbed.emulation.shaping import netem_available
+from testbed.experiments.fault_trials import SecondJob
 from testbed.experiments.fingerprint import ADDED
 from testbed.fidelity import predict
 from testbed.fidelity.diagnosis import KINDS as FOUND_KINDS
@@ -29,7 +30,8 @@ from testbed.runs import sweep
 from testbed.runs.collision_trials import trial_line
 from testbed.runs.sweep import check_sweep
 
-__all__ = ["ADDED", "failure_timeline", "capacity", "check_link_rate", "check_mtu", "check_ranks", "datapath_name",
+__all__ = ["ADDED", "SecondJob",
+           "failure_timeline", "capacity", "check_link_rate", "check_mtu", "check_ranks", "datapath_name",
            "datapath", "loss_available", "netem_available", "predict", "FOUND_KINDS", "describe", "describe_all",
            "flag", "roles",
            "nic_downlink_split", "tier_loads", "fault_scores", "figures", "Comparison",

@@ -184,7 +184,17 @@ class SecondJob:
     it slows the watched job and queues links at their full rate, and is no fault."""
     DRIFT, TRIAL = ((5, 20), (5, 20)), ((1, 4), (0.5, 3))       # (on, off): over minutes, within a trial
 
-    def __init__(self, emu, topo, rng, until, on, off, pairs=2):
+    PAIRS = 2
+
+    @classmethod
+    def check(cls, topos, option):
+        """Refuses, in one line, a fabric too small for the second job's pairs of hosts."""
+        for topo in topos:
+            if len(topo.hosts) < 2 * cls.PAIRS:
+                raise TestbedError(f"{option}: the second job needs {2 * cls.PAIRS} hosts and {topo.name} has "
+                                   f"{len(topo.hosts)}: give a larger --topology or leave {option} out")
+
+    def __init__(self, emu, topo, rng, until, on, off, pairs=PAIRS):
         self.emu, self.hosts, self.rng, self.until, self.pairs = emu, sorted(topo.hosts), rng, until, pairs
         self.on, self.off, self.topo, self.bursts, self._stop = on, off, topo, [], threading.Event()
 
