@@ -13,16 +13,24 @@ if [ "$(id -u)" -ne 0 ]; then
   exit 1
 fi
 
-DEBS="mininet openvswitch-switch libtcmalloc-minimal4 iperf3 libiperf0 ethtool iproute2 iputils-ping tcpdump socat nftables python3-venv python3-wheel python3-yaml clang libbpf-dev bpftool"
-missing=""
-for p in $DEBS; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
-done
-if [ -n "$missing" ]; then
-  echo "== installing Debian packages:$missing"
+DEBS="mininet openvswitch-switch libtcmalloc-minimal4 iperf3 libiperf0 ethtool iproute2 iputils-ping tcpdump socat nftables python3-venv python3-wheel python3-yaml"
+# --ecn's marker (testbed/emulation/ecn.py): compiled with clang, loaded with tc. A distribution
+# without one of them (Ubuntu ships bpftool in linux-tools) leaves --ecn refused in one line.
+ECN_DEBS="clang libbpf-dev bpftool"
+not_installed() {
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || printf ' %s' "$p"
+  done
+}
+missing=$(not_installed $DEBS)
+missing_ecn=$(not_installed $ECN_DEBS)
+if [ -n "$missing$missing_ecn" ]; then
+  echo "== installing Debian packages:$missing$missing_ecn"
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -q
-  apt-get install -y -q --no-install-recommends $missing
+  [ -z "$missing" ] || apt-get install -y -q --no-install-recommends $missing
+  [ -z "$missing_ecn" ] || apt-get install -y -q --no-install-recommends $missing_ecn || \
+    echo "note: could not install$missing_ecn: --ecn (ECN marking) will say what is missing" >&2
 fi
 
 # Open vSwitch: nothing starts it on a machine without systemd, and a stopped one must be started.
