@@ -17,6 +17,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from testbed.emulation.shaping import ETH_HEADER
 from testbed.errors import TestbedError
 
 SOURCE = Path(__file__).resolve().parents[1] / "programs" / "ecn_marker.bpf.c"
@@ -39,15 +40,20 @@ def missing():
     return ", ".join(gone) or None
 
 
+def fifo_limit(queue_packets, mtu):
+    """The most a port's FIFO holds, bytes: its limit in packets of a full frame."""
+    return queue_packets * (mtu + ETH_HEADER)
+
+
 def check(k_bytes, queue_packets, mtu, option="--ecn"):
     """Refuses, in one line naming `option`, a threshold the FIFO cannot reach or a machine that
     cannot mark."""
-    limit = queue_packets * (mtu + 14)
+    limit = fifo_limit(queue_packets, mtu)
     if not isinstance(k_bytes, int) or isinstance(k_bytes, bool) or k_bytes <= 0:
         raise TestbedError(f"{option} must be a positive number of bytes (got {k_bytes!r}): e.g. {option} 30000")
     if k_bytes >= limit:
         raise TestbedError(f"{option} {k_bytes} is at or above the FIFO's limit ({queue_packets} packets of "
-                           f"{mtu + 14} B = {limit} B): a port would drop before it marks; give less")
+                           f"{mtu + ETH_HEADER} B = {limit} B): a port would drop before it marks; give less")
     gone = missing()
     if gone:
         raise TestbedError(f"{option} needs {gone}: run ./setup.sh, which installs them")

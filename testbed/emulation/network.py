@@ -443,7 +443,7 @@ class Emulation:
             for intf, link in ports:
                 ecn_marking.detach(pid, intf)
                 if k:
-                    limit = link.queue * (self.mtu + shaping.ETH_HEADER)
+                    limit = ecn_marking.fifo_limit(link.queue, self.mtu)
                     ecn_marking.attach(pid, intf, ecn_marking.build(round(link.rate * 1e6), k, limit,
                                                                     str(self.run_dir / "ecn")))
 

@@ -316,13 +316,13 @@ def hang_finding(before, after):
 
 def rank_finding(before, after):
     """rank-hung or rank-slow from the ranks' own delays, or None."""
+    return hang_finding(before, after) or slow_finding(before, after)
+
+
+def slow_finding(before, after):
+    """rank-slow from the ranks' own delays, or None."""
     now, was = window_delays(after.timing), window_delays(before.timing)
-    if len(now) < 2:
-        return None
-    hung = hang_finding(before, after)
-    if hung is not None:
-        return hung
-    if not slower_job(before.timing, after.timing):
+    if len(now) < 2 or not slower_job(before.timing, after.timing):
         return None
     ranks = sorted(now)
     worst = {r: max(now[r]) for r in ranks}
@@ -388,7 +388,7 @@ def diagnose(topo, before, after, paths=None):
     Finding(UNDECIDED) when a queue grew too briefly to judge (no finding yet: the next window tells)."""
     for rule in (lambda: port_finding(topo, before, after), lambda: queue_finding(topo, before, after),
                  lambda: hang_finding(before, after), lambda: loss_finding(topo, before, after, paths),
-                 lambda: rank_finding(before, after)):
+                 lambda: slow_finding(before, after)):
         finding = rule()
         if finding is not None:
             return finding
