@@ -27,7 +27,7 @@ if __name__ == "__main__":
 import argparse  # noqa: E402  (after the venv check: these need the venv's packages)
 
 from scenarios import DEFAULT, SCENARIOS  # noqa: E402
-from testbed.emulation import capacity, cores, ecn, ovs, preflight, runrecord  # noqa: E402
+from testbed.emulation import capacity, cores, dctcp, ecn, ovs, preflight, runrecord  # noqa: E402
 from testbed.emulation.explore import explore  # noqa: E402
 from testbed.emulation.settings import RunSettings  # noqa: E402
 from testbed.errors import Interrupted, TestbedError  # noqa: E402
@@ -77,7 +77,7 @@ def parser():
         p.add_argument("--record", action="store_true",
                        help="also keep this run's record under docs/records/ (every run writes record.json into its "
                             "folder), for the scenario's page (run_scenario.py --pages)")
-        p.set_defaults(cli=False, cpu_placement="auto", slots=1, machines=None, control_class="on", ecn=None)
+        p.set_defaults(cli=False, cpu_placement="auto", slots=1, machines=None, control_class="on", ecn=None, cc=None)
         if not getattr(module, "EMULATES", True):
             continue                        # a model only: the emulation's options mean nothing to it
         p.add_argument("--cli", action="store_true", help="build this scenario's fabric, controller and routes and "
@@ -95,6 +95,11 @@ def parser():
                        help="every switch port marks ECN's CE on ECN-capable packets while its class's queue holds "
                             "more than K bytes (a virtual queue drained at the link's rate, in the project's tc-eBPF "
                             "program), and the hosts' TCP asks for ECN (default: drop-tail FIFOs only)")
+        p.add_argument("--cc", metavar="NAME",
+                       help="the TCP congestion control of the ranks' connections between hosts and of the flows: "
+                            "one of this kernel's (cubic, bbr, reno here) or dctcp, the project's own BPF DCTCP "
+                            "(its connections ask for ECN; pair it with --ecn) (default: the ranks' CUBIC, the "
+                            "flows' machine default)")
         p.add_argument("--slots", type=int, default=1,
                        help="split every fabric into this many slots, each forwarded by an ovs-vswitchd of its "
                             "own in a network namespace of its own, the links between them VXLAN tunnels "
@@ -177,10 +182,12 @@ def run(args, argv):
         if args.cli:
             raise TestbedError("--cli opens Mininet's CLI on this machine's fabric: drop --machines")
     settings = RunSettings(slots=args.slots, cpu_placement=args.cpu_placement, machines=ms or None,
-                           control_class=args.control_class == "on", ecn=args.ecn)
+                           control_class=args.control_class == "on", ecn=args.ecn, congestion_control=args.cc)
     plan = module.prepare(args)             # every option checked; nothing built or written
     for topo in plan.fabrics if settings.ecn else ():
         ecn.check(settings.ecn, min(link.queue for link in topo.links), plan.mtu)
+    if settings.congestion_control and plan.fabrics:
+        dctcp.check(settings.congestion_control)
     fingerprint = of_run(module, args)
     for topo in plan.fabrics:
         for note in topo.notes:
@@ -220,7 +227,7 @@ def measured_once(plan, settings):
 
 
 def measure(args, argv, module, plan, experiment, datapath, fingerprint):
-    emulation = ("cpu_placement", "slots", "machines", "control_class", "ecn")
+    emulation = ("cpu_placement", "slots", "machines", "control_class", "ecn", "cc")
     options = {k: v for k, v in vars(args).items()
                if k not in ("scenario", "list", "cleanup", "calibrate", "pages", "stale", "results", "cli", "record")
                and (getattr(module, "EMULATES", True) or k not in emulation)}

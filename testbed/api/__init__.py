@@ -43,6 +43,8 @@ from testbed.collectives.placements import (
 from testbed.collectives.schedules import HalvingDoubling, PairwiseAlltoall, Ring
 from testbed.collectives.training import compute_seconds, linear_ratio
 from testbed.collectives.workload import scaled_count
+from testbed.emulation.dctcp import check as check_congestion_control
+from testbed.emulation.dctcp import offered as congestion_controls
 from testbed.emulation.ecn import check as check_ecn
 from testbed.emulation.faults import Fault
 from testbed.emulation.network import DEFAULT_MTU
@@ -68,4 +70,5 @@ __all__ = ["fabric", "emulate", "Emulated", "plane_forms", "Draw", "compare", "t
            "place_jobs", "servers", "part_of_racks", "rail_ring", "on_shared_nics", "Ring", "HalvingDoubling",
            "PairwiseAlltoall", "workloads", "scaled_count", "CrossSegmentJob", "data_connections",
            "compute_seconds", "linear_ratio", "ELEMENT_BYTES", "EAGER_LIMIT", "HIGH_DSCP", "PRIORITIES", "BONDS",
-           "Placer", "Fault", "Job", "NVLINK_GBIT", "check_ecn", "interface"]
+           "Placer", "Fault", "Job", "NVLINK_GBIT", "check_ecn", "check_congestion_control",
+           "congestion_controls", "interface"]

@@ -12,8 +12,7 @@ from testbed.collectives import training
 from testbed.collectives.connections import flow_connections
 from testbed.collectives.data import ELEMENT_BYTES
 from testbed.collectives.placements import place
-from testbed.emulation import events, faults
-from testbed.emulation.ecn import congestion_controls
+from testbed.emulation import dctcp, events, faults
 from testbed.emulation.network import DEFAULT_MTU
 from testbed.emulation.settings import RunSettings
 from testbed.emulation.shaping import PRIORITIES
@@ -23,6 +22,7 @@ from testbed.fidelity.monitor import BASELINE_WINDOWS, CADENCE_S
 from testbed.fidelity.verdict import flag
 from testbed.machines import inventory
 from testbed.machines.head import open_emulation
+from testbed.probes.alphas import Alphas
 from testbed.probes.flows import measure_flows
 from testbed.probes.loads import Observation
 from testbed.routing.hashing import Draw, Placer
@@ -41,7 +41,8 @@ LEARNING_WARMUP = 6     # iterations: a learning controller places flows after 4
 def emulate(topo: Topology, routing: str = "deterministic", *, hash: str = "same", folder: str | Path | None = None,
             mtu: int = DEFAULT_MTU, log=SILENT, slots: int = 1, machines: str | Path | None = None,
             cpu_placement: str = "auto", settings: RunSettings | None = None, priority: str | None = None,
-            flows: Sequence[tuple[str, str]] = (), control_class: bool = True, ecn: int | None = None) -> Emulated:
+            flows: Sequence[tuple[str, str]] = (), control_class: bool = True, ecn: int | None = None,
+            congestion_control: str | None = None) -> Emulated:
     """The fabric as a context manager: entering builds it (Mininet hosts, Open vSwitch switches,
     shaped links, the controller installing `routing`: 'deterministic', 'ecmp' (ECMP hashing with
     the `hash` 'same' at every switch or 'per-switch'), 'pinned' (by destination, one next hop each)
@@ -60,7 +61,10 @@ def emulate(topo: Topology, routing: str = "deterministic", *, hash: str = "same
     port serves the ranks' clear-to-sends and ACKs first (docs/design.md, *The control class*;
     settings, when given, say it instead). ecn: K in bytes, every switch port marks CE on
     ECN-capable packets while its class's queue is above K and the hosts' TCP asks for ECN
-    (``emulation.ecn``; settings, when given, say it instead); None: drop-tail only."""
+    (``emulation.ecn``; settings, when given, say it instead); None: drop-tail only.
+    congestion_control: the TCP congestion control of the ranks' connections between hosts and of
+    the flows: cubic, bbr, reno or dctcp (the project's own BPF DCTCP, ``emulation.dctcp``), or
+    None: the ranks' CUBIC, the flows' machine default (settings, when given, say it instead)."""
     if routing not in routes.MODES:
         raise TestbedError(f"unknown routing {routing!r}: use one of {', '.join(routes.MODES)}")
     if hash not in routes.HASHES:
@@ -70,7 +74,7 @@ def emulate(topo: Topology, routing: str = "deterministic", *, hash: str = "same
             raise TestbedError("the machines file gives each machine its slots: leave slots out")
         settings = RunSettings(slots=slots, cpu_placement=cpu_placement,
                                machines=inventory.load(machines) if machines is not None else None,
-                               control_class=control_class, ecn=ecn)
+                               control_class=control_class, ecn=ecn, congestion_control=congestion_control)
     if priority not in (None, *PRIORITIES):
         raise TestbedError(f"unknown priority {priority!r}: use one of {', '.join(PRIORITIES)}, or None")
     if folder is None:
@@ -274,22 +278,25 @@ class Emulated:
         return together.Communicators(self.emulation, list(comms), draw)
 
     def flows(self, pairs: Sequence[tuple], *, seconds: int = 3, streams: int = 1, draw: Draw | None = None,
-              name: str = "flows", congestion_control: str = "") -> Flows:
+              name: str = "flows", congestion_control: str | None = None) -> Flows:
         """Long-lived TCP flows, all at once, `streams` connections per (source, destination) pair
         (host names, or NIC ports such as HPN7's ``cross_segment_pairs()``). With a `draw`, the
         connections take its source ports (and, for a round-robin bond, its NIC ports), so two
         forms of a fabric can be measured on the same 5-tuples. congestion_control: the senders'
-        (cubic, bbr or reno, on each socket; "": the hosts' default, BBR on this machine)."""
+        (cubic, bbr, reno or dctcp, on each socket; None: the emulation's, else the hosts' default,
+        BBR on this machine)."""
         pairs = [(self._port(s), self._port(d)) for s, d in pairs]
         if not pairs or not 1 <= streams <= 16 or not 1 <= seconds <= 600:
             raise TestbedError("flows need at least one pair, 1 to 16 streams and 1 to 600 seconds")
-        if congestion_control and congestion_control not in congestion_controls():
-            raise TestbedError(f"congestion control {congestion_control!r} is not in this kernel: use one of "
-                               f"{', '.join(congestion_controls())}")
+        if congestion_control:
+            dctcp.check(congestion_control, "congestion_control")
         groups = None if draw is None else flow_connections([(s.host, d.host) for s, d in pairs], streams, draw)
         queue_ports = [interface(*self.topo.attachment(nic)) for nic in self.topo.nic_ports()]
         seen = Observation(self.emulation, self.folder / name, queue_ports)
-        flows, cpu = measure_flows(self.emulation, pairs, seconds, streams=streams, connections=groups, during=[seen],
+        during = [seen]
+        if (congestion_control or self.emulation.congestion_control) == dctcp.OFFERED:
+            during.append(Alphas([(s.ip, d.ip) for s, d in pairs]))
+        flows, cpu = measure_flows(self.emulation, pairs, seconds, streams=streams, connections=groups, during=during,
                                    congestion_control=congestion_control)
         failed = [f"{f['src']}->{f['dst']}: {f['error']}" for f in flows if f["error"]]
         if failed:
@@ -310,7 +317,7 @@ class Emulated:
                      {t: c["max_over_mean"] for t, c in seen.tiers.items()},
                      {t: c["idle_links"] for t, c in seen.tiers.items()}, row["nic_busier_share"],
                      row["mean_queue_bytes"], seen.capture_over_counters, row["measured_over_model"], flag(cpu),
-                     seen.links, row, seen.sampler.samples)
+                     seen.links, row, seen.sampler.samples, during[1].means if len(during) > 1 else {})
 
     def incast(self, fanins: Sequence[int], size: int, *, rounds: int = 3, interval: float = 0.001,
                on_fanin=None) -> tuple[list[dict], list[dict]]:

@@ -108,6 +108,7 @@ class Flows:
     links: list[dict] = field(repr=False)
     row: dict = field(default_factory=dict, repr=False)      # every figure, flat, for a CSV row
     queue_samples: dict = field(default_factory=dict, repr=False)   # {port: [(time, packets, bytes, drops, sent)]}
+    alphas: dict = field(default_factory=dict)      # {"src->dst": DCTCP's mean alpha}, with dctcp senders
 
 
 @dataclass(frozen=True)

@@ -47,6 +47,7 @@ def emulation_launcher(emu, hosts, port=7000):
     def launch(rank, config, inbox):
         mine = near(rank)
         config = json.dumps(dict(json.loads(config), control_dscp=emu.control_dscp, near=mine,
+                                 congestion_control=emu.kernel_congestion_control(emu.congestion_control),
                                  near_self=topo.scaleup_ip(hosts[rank]) if mine else None))
         return emu.program(hosts[rank], "rank", config, name=f"rank {rank} ({hosts[rank]})", inbox=inbox)
     return addresses, launch

@@ -27,11 +27,6 @@ TOOLS = {"clang": "clang", "bpftool": "bpftool", "tc": "iproute2"}
 HEADER = Path("/usr/include/bpf/bpf_helpers.h")
 
 
-def congestion_controls():
-    """The TCP congestion controls this kernel offers (a socket may take any of them)."""
-    return Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split()
-
-
 def missing():
     """What this machine lacks to compile and load the marker, in words, or None."""
     gone = [f"{tool} (Debian's {package})" for tool, package in TOOLS.items() if shutil.which(tool) is None]

@@ -20,7 +20,7 @@ from mininet.net import Mininet
 from mininet.node import Host, OVSSwitch
 from mininet.util import errRun
 
-from testbed.emulation import cores, drops, ovs, preflight, runrecord, sendbuffer, shaping, slots, txcompletion
+from testbed.emulation import cores, dctcp, drops, ovs, preflight, runrecord, sendbuffer, shaping, slots, txcompletion
 from testbed.emulation import ecn as ecn_marking
 from testbed.emulation.controller import Controller, wait_for_rules
 from testbed.emulation.cpu import CpuMonitor
@@ -136,7 +136,7 @@ class SlotSwitch(TestbedSwitch):
 
 class Emulation:
     def __init__(self, topo, routing, run_dir, mtu=DEFAULT_MTU, log=print, refuse_overload=True, cpu_placement="auto",
-                 slot_count=1, share=None, priority=None, control_class=True, ecn=None):
+                 slot_count=1, share=None, priority=None, control_class=True, ecn=None, congestion_control=None):
         """routing: the RoutingPlan the controller installs. The topology and the plan are written
         into run_dir as topology.json and routing.json, so a result can be understood and replayed.
         refuse_overload=False lets a benchmark offer more than the emulator carries faithfully.
@@ -147,12 +147,18 @@ class Emulation:
         (emulation.shaping), or None: one FIFO per port. control_class: serve the ranks' clear-to-sends
         and ACKs (DS field CONTROL_DSCP) first at every switch port (emulation.shaping; not on a link
         with delay, whose netem has one FIFO). ecn: K, bytes: every switch port marks CE on ECN-capable
-        packets above K (emulation.ecn) and the hosts' TCP asks for ECN; None: drop-tail only."""
+        packets above K (emulation.ecn) and the hosts' TCP asks for ECN; None: drop-tail only.
+        congestion_control: the ranks' connections' and the flows' (cubic, bbr, reno or dctcp:
+        emulation.dctcp); None: the ranks' CUBIC, the flows' machine default."""
         self.topo, self.routing, self.run_dir, self.mtu, self.log = topo, routing, Path(run_dir), mtu, log
         self.refuse_overload, self.cpu_requested, self.priority = refuse_overload, cpu_placement, priority
         self.control_class, self.ecn = control_class, ecn
         if ecn:
             ecn_marking.check(ecn, min(link.queue for link in topo.links), mtu)
+        if congestion_control:
+            dctcp.check(congestion_control)
+        self.congestion_control = congestion_control
+        self.dctcp = None                 # DCTCP's struct_ops id, once registered for this run
         if topo.scaleup_domain and (slot_count > 1 or share):
             raise TestbedError("a scale-up domain joins a server's hosts directly, within one slot: run it without "
                                "--slots and --machines, or leave --scaleup out")
@@ -244,6 +250,7 @@ class Emulation:
             net.build()
             if self.partition:
                 self._cut_links()
+            self.kernel_congestion_control(self.congestion_control)
             self._configure_hosts()
             net.start()
             for switch in net.switches:
@@ -341,7 +348,7 @@ class Emulation:
             # 5-tuples, whose last connections may still be in TIME_WAIT
             sysctls = ["net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1",
                        "net.ipv4.tcp_slow_start_after_idle=0", "net.ipv4.tcp_tw_reuse=1",
-                       f"net.ipv4.tcp_ecn={1 if self.ecn else 2}"]     # 2, the default: ECN when asked
+                       f"net.ipv4.tcp_ecn={self._tcp_ecn}"]
             if self.topo.shared_nic_address:
                 sysctls += self._bond_sysctls(h)
             node.cmd(f"sysctl -qw {' '.join(sysctls)}; " +
@@ -453,9 +460,30 @@ class Emulation:
         if k:
             ecn_marking.check(k, min(link.queue for link in self.topo.links), self.mtu)
         self._mark_ports(k)
-        for h in [h for h in self.topo.hosts if self.here(h)]:
-            self.host(h).cmd(f"sysctl -qw net.ipv4.tcp_ecn={1 if k else 2}")
         self.ecn = k
+        self._ask_for_ecn()
+
+    @property
+    def _tcp_ecn(self):
+        """The hosts' net.ipv4.tcp_ecn: 1, ask for ECN, where ports mark or DCTCP may run (a socket
+        that takes DCTCP after connecting, as iperf3's does, has asked already); 2, the default,
+        ECN only when asked."""
+        return 1 if self.ecn or self.dctcp else 2
+
+    def _ask_for_ecn(self):
+        for h in [h for h in self.topo.hosts if self.here(h)]:
+            self.host(h).cmd(f"sysctl -qw net.ipv4.tcp_ecn={self._tcp_ecn}")
+
+    def kernel_congestion_control(self, cc):
+        """The name a socket asks for to get cc (None: None), DCTCP registered for this run the first
+        time it is asked for."""
+        if cc == dctcp.OFFERED and self.dctcp is None:
+            dctcp.check(cc)
+            self.dctcp = dctcp.register(dctcp.build(self.run_dir / "dctcp"))
+            self.record.note_struct_ops(self.dctcp)
+            if self.net:
+                self._ask_for_ecn()
+        return cc and dctcp.kernel_name(cc)
 
     def ecn_counts(self):
         """{switch port: {class: {"packets", "ect", "marked", "over"}}} since the fabric was built

@@ -3,7 +3,8 @@
 A record in STATE_DIR names the run's OVS bridges, its interfaces in the root namespace and its
 processes (pid with start time, so a reused pid is never killed). Every bridge also carries the
 OVS external id TAG: the OVS database outlives reboots and /run, so a bridge is recognised as ours
-even when its record is gone. Nothing else is ever touched.
+even when its record is gone; so does a BPF congestion control by its name (emulation.dctcp).
+Nothing else is ever touched.
 """
 import contextlib
 import fcntl
@@ -17,7 +18,7 @@ from pathlib import Path
 
 from pyroute2 import IPRoute
 
-from testbed.emulation import cores, drops, faults, ovs, sendbuffer
+from testbed.emulation import cores, dctcp, drops, faults, ovs, sendbuffer
 from testbed.errors import TestbedError
 
 STATE_DIR = Path("/run/ai-testbed")
@@ -147,6 +148,11 @@ class RunRecord:
             self.data["drops"] = True
             self.save()
 
+    def note_struct_ops(self, struct_ops_id):
+        """Note a BPF congestion control registered for the run (emulation.dctcp); sweep() unregisters it."""
+        self.data["struct_ops"] = self.data.get("struct_ops", []) + [struct_ops_id]
+        self.save()
+
     def raise_send_buffer(self, pid, size):
         """Raise ovs-vswitchd's send buffer to at least size bytes (see sendbuffer), writing
         down the old size first; sweep() puts it back. Returns False if OVS has no send socket."""
@@ -171,6 +177,8 @@ class RunRecord:
         if self.data.get("drops"):
             drops.delete_table()
         bring_up(self.data.get("down", []))
+        for struct_ops_id in self.data.get("struct_ops", []):
+            dctcp.unregister(struct_ops_id)
         ovs.delete_bridges(self.data["bridges"])
         # With ovs-vswitchd gone, the userspace datapath's devices (taps named like the bridges) stay.
         delete_interfaces(self.data["interfaces"] + self.data["bridges"])
@@ -251,6 +259,8 @@ def leftovers():
     stray = sorted(b for b, run in tagged_bridges().items() if run not in live)
     if stray:
         found.append("OVS bridges " + " ".join(stray))
+    if not live and dctcp.registered():
+        found.append(f"the congestion control {dctcp.NAME}")
     return found
 
 
@@ -268,4 +278,8 @@ def cleanup_all():
             record.sweep()
     stray = [b for b, run in tagged_bridges().items() if run not in live]
     ovs.delete_bridges(stray)
+    if not live:                       # registered by a run that died before noting it
+        for struct_ops_id in dctcp.registered():
+            dctcp.unregister(struct_ops_id)
+            removed.append(dctcp.NAME)
     return sorted(set(removed + stray))

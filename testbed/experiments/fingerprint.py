@@ -178,4 +178,6 @@ def of_run(module, args):
                 "control_class": getattr(args, "control_class", "on")}
     if getattr(args, "ecn", None):         # marking on: a run its drop-tail records do not stand for
         settings["ecn"] = args.ecn
+    if getattr(args, "cc", None):          # likewise a congestion control chosen for the run
+        settings["cc"] = args.cc
     return fingerprint(module.prepare(args), settings)

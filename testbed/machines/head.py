@@ -38,7 +38,8 @@ def open_emulation(topo, routing, run_dir, settings, mtu=DEFAULT_MTU, log=print,
     if settings.machines is None:
         return Emulation(topo, routing, run_dir, mtu=mtu, log=log, refuse_overload=refuse_overload,
                          cpu_placement=settings.cpu_placement, slot_count=settings.slots, priority=priority,
-                         control_class=settings.control_class, ecn=settings.ecn)
+                         control_class=settings.control_class, ecn=settings.ecn,
+                         congestion_control=settings.congestion_control)
     if settings.ecn:
         raise TestbedError("--ecn marks at switch ports built on one machine: run without --machines")
     if priority is not None:
@@ -296,6 +297,14 @@ class MachineEmulation:
     @property
     def control_dscp(self):
         return CONTROL_DSCP if self.control_class and not self.topo.delay else None
+
+    congestion_control = None             # --cc is refused across machines (settings.RunSettings)
+
+    def kernel_congestion_control(self, cc):
+        if cc:
+            raise TestbedError("a congestion control is set on the hosts of one machine's fabric: run without "
+                               "--machines")
+        return None
 
     def _clock_offset(self, part):
         """The machine's monotonic clock less the head's, from the quickest of 9 round trips."""

@@ -7,13 +7,15 @@ from testbed.collectives.connections import IPERF_BASE_PORT
 from testbed.emulation.processes import ProgramError, stop_all
 
 
-def measure_flows(emu, pairs, duration=5, omit=1, streams=1, during=(), connections=None, congestion_control=""):
+def measure_flows(emu, pairs, duration=5, omit=1, streams=1, during=(), connections=None, congestion_control=None):
     """[{src, dst, received_mbit, sent_mbit, retransmits, error}] per pair (summed over its
     connections), and the CPU verdict. connections: [[Connection per stream] per pair] from a draw
     (``connections.flow_connections``), bound as they say (bond: round-robin binds each to its NIC
     port); None: `streams` per pair, ports the kernel chooses. during: context managers (a
     capture, a queue sampler) entered while the clients run. congestion_control: the senders'
-    (cubic, bbr, reno), set on each socket; "": the hosts' default."""
+    (cubic, bbr, reno or dctcp: emulation.dctcp), set on each socket; None: the run's (--cc), else
+    the hosts' default."""
+    congestion_control = emu.kernel_congestion_control(congestion_control or emu.congestion_control) or ""
     plan = []        # (pair index, destination NIC port, its server's port, source port, device)
     for k, (src, dst) in enumerate(pairs):
         if connections is None:

@@ -76,16 +76,20 @@ def starts_flow(steps, i, peer):
     return i == 0 or getattr(steps[i - 1], peer) != getattr(steps[i], peer)
 
 
-def listen(address, backlog, control_dscp=None):
+def listen(address, backlog, control_dscp=None, congestion_control=None):
     """The rank's listening socket. A receiving connection carries clear-to-send bytes and ACKs (and,
     in a one-frame plan, data both ways); it takes control_dscp from the listener, which puts them
     in the switches' control class (``emulation.shaping``), where they pass other flows' queued
     frames. Set here, not on the connection later: setting IP_TOS on a connection resets its route,
     and a Ring on HPN7's bonded NICs then took 0.74 s per iteration instead of 0.37 (0.56 unmarked).
-    A job with a class of its own (dscp) keeps all its packets in it."""
+    A job with a class of its own (dscp) keeps all its packets in it. congestion_control: the
+    run's, on the listener too: a sender that runs DCTCP before connecting sends an ECN-capable SYN,
+    on which only a listener that runs DCTCP agrees to ECN (without it DCTCP falls back to Reno)."""
     listener = socket.create_server(address, backlog=backlog)
     if control_dscp is not None:
         listener.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, control_dscp << 2)
+    if congestion_control:
+        listener.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, congestion_control.encode())
     return listener
 
 
@@ -106,6 +110,9 @@ class Rank:
         self.streams, self.pacing = cfg.get("streams", 1), cfg.get("pacing")
         self.dscp = cfg.get("dscp")     # the DS field of its packets (a job's traffic class), None: 0
         self.control_dscp = cfg.get("control_dscp")     # its clear-to-sends' and ACKs' (``listen``)
+        # the run's congestion control (--cc) on every connection to another host; None: CUBIC
+        # where paced (``_tune`` says why), the machine's default elsewhere
+        self.congestion_control = cfg.get("congestion_control")
         self.eager_limit = EAGER_LIMIT if cfg.get("eager_limit") is None else cfg["eager_limit"]
         # {peer: [source port per stream]}: a hash draw's 5-tuples (absent: the kernel's ports)
         self.source_ports = cfg.get("source_ports") or {}
@@ -132,7 +139,9 @@ class Rank:
             # share its NIC) is reached inside the host, unshaped and unpaced, as over PCIe or NVLink.
             # A Plan lifts the limit where every message is one frame.
             sock.setsockopt(socket.SOL_SOCKET, SO_MAX_PACING_RATE, int(self.pacing))
-        if self.pacing and (self._paces(peer) or peer in self.near):
+        if self.congestion_control and peer not in self.near:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, self.congestion_control.encode())
+        elif self.pacing and (self._paces(peer) or peer in self.near):
             # CUBIC, not the machine's default (BBR here): with no loss it leaves a paced flow at the
             # pacing rate, while BBR cuts its window to 4 packets for 200 ms every 10 s and paces
             # below its estimate for a round trip in each gain cycle. The dependent steps of HD
@@ -156,7 +165,8 @@ class Rank:
         peers = sorted({p for s in self.schedules for p in schedule_peers(s, self.rank, self.ranks)})
         # with peers over the scale-up domain, on every address of the host (its NIC's and its scale-up one)
         where = ("", self.addresses[self.rank][1]) if self.near else self.addresses[self.rank]
-        listener = listen(where, self.ranks * self.streams, self.control_dscp if not self.dscp else None)
+        listener = listen(where, self.ranks * self.streams, self.control_dscp if not self.dscp else None,
+                          self.congestion_control)
         deadline = time.monotonic() + self.timeout
         for peer in peers:
             self.out[peer] = []

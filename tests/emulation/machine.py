@@ -5,7 +5,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from testbed.emulation import drops, ecn, ovs, runrecord
+from testbed.emulation import dctcp, drops, ecn, ovs, runrecord
 
 
 def leftovers():
@@ -19,6 +19,7 @@ def leftovers():
         tables = subprocess.run(["nft", "list", "tables"], capture_output=True, text=True).stdout.split()
         found += [t for t in tables if t == drops.TABLE]
     found += [f"ECN marker (bpf program {p})" for p in ecn.loaded()]            # emulation.ecn
+    found += [f"{dctcp.NAME} (struct_ops {i})" for i in dctcp.registered()]     # emulation.dctcp
     return found
 
 

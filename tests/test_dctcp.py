@@ -1,0 +1,58 @@
+"""--cc and DCTCP's program, without root: a name the kernel lacks is refused in one line naming
+the choices, dctcp on a machine that cannot build it says what is missing, the option is part of
+what a run does, and the program compiles against this kernel's BTF."""
+import pytest
+
+from testbed.emulation import dctcp
+from testbed.emulation.settings import RunSettings
+from testbed.errors import TestbedError
+from testbed.experiments.fingerprint import of_run
+
+
+def test_a_congestion_control_the_kernel_lacks_is_refused_naming_the_choices():
+    with pytest.raises(TestbedError, match=r"--cc 'vegas' is not a congestion control of this kernel: choose one of "
+                                           r".*dctcp") as e:
+        dctcp.check("vegas")
+    assert "\n" not in str(e.value)
+    dctcp.check("cubic")
+    assert dctcp.kernel_name("dctcp") == dctcp.NAME and dctcp.kernel_name("cubic") == "cubic"
+    assert dctcp.NAME not in dctcp.offered() and "dctcp" in dctcp.offered()
+
+
+def test_dctcp_on_a_machine_that_cannot_build_it_says_what_is_missing(monkeypatch, tmp_path):
+    monkeypatch.setattr(dctcp.shutil, "which", lambda tool: None if tool == "bpftool" else "/usr/bin/" + tool)
+    with pytest.raises(TestbedError, match=r"--cc dctcp needs bpftool \(Debian's bpftool\).*setup\.sh"):
+        dctcp.check("dctcp")
+    monkeypatch.setattr(dctcp.shutil, "which", lambda tool: "/usr/bin/" + tool)
+    monkeypatch.setattr(dctcp, "BTF", tmp_path / "none")
+    with pytest.raises(TestbedError, match=r"the kernel's BTF .*CONFIG_DEBUG_INFO_BTF.*choose one of"):
+        dctcp.check("dctcp", "--senders-cc")
+
+
+def test_a_congestion_control_is_not_set_across_machines():
+    with pytest.raises(TestbedError, match="--cc is set on the hosts of one machine's fabric"):
+        RunSettings(congestion_control="cubic", machines=object())
+    with pytest.raises(TestbedError, match="--cc must be a congestion control's name"):
+        RunSettings(congestion_control=3)
+
+
+def test_a_congestion_control_is_part_of_what_a_run_does_and_its_absence_changes_no_kept_run():
+    import run_scenario
+    from scenarios import SCENARIOS
+    parse = run_scenario.parser().parse_args
+    plain, chosen = parse(["incast"]), parse(["incast", "--cc", "dctcp"])
+    assert of_run(SCENARIOS["incast"], plain) != of_run(SCENARIOS["incast"], chosen)
+    assert "'cc'" not in str(of_run(SCENARIOS["incast"], plain))
+
+
+def test_an_unknown_cc_is_refused_before_anything_is_built(capsys):
+    import run_scenario
+    assert run_scenario.main(["incast", "--cc", "vegas"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --cc 'vegas' is not a congestion control") and err.count("\n") == 1
+
+
+@pytest.mark.skipif(dctcp.missing() is not None, reason="needs clang, bpftool, libbpf-dev and BTF (setup.sh)")
+def test_the_program_compiles_against_this_kernels_btf(tmp_path):
+    obj = dctcp.build(tmp_path)
+    assert obj.read_bytes()[:4] == b"\x7fELF" and (tmp_path / "vmlinux.h").stat().st_size > 100_000
