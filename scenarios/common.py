@@ -46,10 +46,10 @@ def seed_of(args):
     return args.seed
 
 
-def add_fabric_arguments(parser, topology, scaleup=0.0):
+def add_fabric_arguments(parser, topology, scaleup=0.0, rate=DEFAULT_RATE):
     """The fabric's options; scaleup: --scaleup's default (None: the scenario offers no scale-up domain)."""
     parser.add_argument("--topology", default=topology, help=f"{FORMS} (default %(default)s)")
-    parser.add_argument("--rate", type=float, default=DEFAULT_RATE, help="link rate, Mbit/s (default %(default)s)")
+    parser.add_argument("--rate", type=float, default=rate, help="link rate, Mbit/s (default %(default)s)")
     parser.add_argument("--queue", type=int, default=DEFAULT_QUEUE,
                         help="egress FIFO limit per link end, packets (default %(default)s)")
     parser.add_argument("--mtu", type=int, default=DEFAULT_MTU, help="MTU of every link (default %(default)s)")

@@ -1,41 +1,60 @@
 """Congestion signalled as AI fabrics signal it: N long TCP flows into one switch port, the port's
-FIFO drop-tail against ECN marking at each threshold K, paired trial by trial on one fabric.
+FIFO drop-tail against ECN marking at each threshold K, with CUBIC senders and with DCTCP senders,
+paired trial by trial on one fabric.
 
 DCTCP (SIGCOMM 2010) marks at a shallow K and holds the queue near it at full throughput, with about
-90% less buffer than drop-tail; this kernel has no DCTCP, so the senders are CUBIC, which halves
-(by 0.7) its window on a mark as on a loss (RFC 3168). Each trial measures drop-tail and every K in
-turn (in alternating order, so that drift falls on all) on the same fabric and senders: the
-bottleneck port's queue (its FIFO's backlog, sampled every 2 ms, the first second of each flow left
-out), the flows' goodput over the port's rate, the FIFO's drops and the marks it set.
+90% less buffer than drop-tail: a sender cuts its window by alpha/2, alpha the fraction of its bytes
+marked, where CUBIC cuts it by 0.3 on any mark (RFC 3168). This kernel has no DCTCP; the senders
+run the project's own (emulation.dctcp). Each trial measures drop-tail (CUBIC) and every (K,
+senders) in turn (in alternating order, so that drift falls on all) on the same fabric and senders:
+the bottleneck port's queue (its FIFO's backlog, sampled every 2 ms, the first second of each flow
+left out), the flows' goodput over the port's rate, the FIFO's drops, the marks it set and DCTCP's
+alpha per sender. Then incast, as a parameter server or a gather meets it: k senders (from the other
+switches) send a message each to one receiver at once, for each fan-in k, under drop-tail, ECN at
+the smallest K with CUBIC senders, and DCTCP at that K, paired by trial: the last hop's deepest
+queue, its drops, the senders' retransmission timeouts and the completion time against k messages
+at the link's rate.
 """
 import statistics
 from dataclasses import dataclass
 
-from scenarios.common import add_fabric_arguments, at_least, counts, fabric
-from testbed.api import TestbedError, check_ecn, interface, trial_order
+from scenarios.common import add_fabric_arguments, at_least, counts, fabric, names
+from testbed.api import TestbedError, check_congestion_control, check_ecn, interface, trial_order
 from testbed.experiments import Comparison, figures, flag
 from testbed.experiments.claims import Claim
 
 NAME = "congestion"
-HELP = "N long flows into one port: its queue, goodput, drops and marks, drop-tail against ECN marking at each K"
+HELP = ("N long flows into one port: its queue, goodput, drops and marks, drop-tail against ECN marking at each "
+        "K, CUBIC and DCTCP senders")
 CLAIMS = (Claim("ECN marking at the smallest K holds the port's queue far below drop-tail's (DCTCP: ~90% less)",
                 "queue with ECN at the smallest K over drop-tail", at_most=0.5),
-          Claim("at the cost of little goodput", "goodput with ECN at the smallest K over drop-tail", at_least=0.9))
-SMOKE = ("--thresholds", "30000", "--trials", "2", "--seconds", "3")
+          Claim("at the cost of little goodput", "goodput with ECN at the smallest K over drop-tail", at_least=0.9),
+          Claim("DCTCP holds the queue near K (within 2x) at the largest K", "DCTCP queue over K at the largest K",
+                at_least=0.5, at_most=2.0),
+          Claim("at full goodput (>= 0.9 of drop-tail's)", "DCTCP goodput at the largest K over drop-tail",
+                at_least=0.9))
+SMOKE = ("--thresholds", "90000", "--trials", "2", "--seconds", "3", "--fanin", "4")
 DROP_TAIL = "drop-tail"
 WARM_S = 1.0                 # each flow's first second (slow start) is left out of the queue figures
-CONGESTION_CONTROL = "cubic"
+BASE = "cubic"               # drop-tail's senders, and the ranks' congestion control
 
 
 def add_arguments(parser):
-    add_fabric_arguments(parser, topology="leafspine:2,2,8", scaleup=None)
+    add_fabric_arguments(parser, topology="leafspine:4,4,9", scaleup=None, rate=20)
     parser.add_argument("--senders", type=int, default=4,
                         help="long flows into the receiver, from hosts on its switch (default %(default)s)")
-    parser.add_argument("--thresholds", default="15000,30000,90000",
+    parser.add_argument("--thresholds", default="30000,90000,300000",
                         help="ECN marking thresholds K to compare with drop-tail, bytes, comma-separated "
                              "(default %(default)s)")
+    parser.add_argument("--senders-cc", default="cubic,dctcp",
+                        help="the senders' congestion controls under ECN marking, comma-separated: cubic, bbr, reno, "
+                             "dctcp (default %(default)s)")
     parser.add_argument("--seconds", type=int, default=5, help="each measurement's length (default %(default)s)")
     parser.add_argument("--trials", type=int, default=3, help="paired trials (default %(default)s)")
+    parser.add_argument("--fanin", default="2,4,8,16,32",
+                        help="incast's sender counts, comma-separated; 0: no incast part (default %(default)s)")
+    parser.add_argument("--bytes", type=int, default=256 * 1024,
+                        help="incast's message per sender, bytes (default %(default)s)")
 
 
 @dataclass
@@ -45,8 +64,11 @@ class Plan:
     receiver: str
     senders: list
     thresholds: list
+    controls: list
     seconds: int
     trials: int
+    fanins: list
+    size: int
 
     @property
     def fabrics(self):
@@ -54,16 +76,25 @@ class Plan:
 
     @property
     def settings(self):
-        return [None, *self.thresholds]
+        """(K, the senders' congestion control), drop-tail's K None."""
+        return [(None, BASE)] + [(k, cc) for k in self.thresholds for cc in self.controls]
+
+    @property
+    def incast_settings(self):
+        return [(None, BASE)] + [(self.thresholds[0], cc) for cc in self.controls]
 
 
 def prepare(args):
-    if getattr(args, "ecn", None):
-        raise TestbedError("congestion compares drop-tail with each K itself: give --thresholds, not --ecn")
+    if getattr(args, "ecn", None) or getattr(args, "cc", None):
+        raise TestbedError("congestion compares drop-tail with each K and congestion control itself: give "
+                           "--thresholds and --senders-cc, not --ecn or --cc")
     topo = fabric(args)
     thresholds = sorted(set(counts(args.thresholds, "--thresholds")))
     for k in thresholds:
         check_ecn(k, topo.queue, args.mtu, "--thresholds")
+    controls = list(dict.fromkeys(names(args.senders_cc, "--senders-cc", ("cubic", "bbr", "reno", "dctcp"))))
+    for cc in controls:
+        check_congestion_control(cc, "--senders-cc")
     receiver = topo.nic_ports()[0]
     local = [p.host for p in topo.nic_ports() if p.host != receiver.host and p.port == 0
              and topo.attachment(p)[0] == topo.attachment(receiver)[0]]
@@ -73,83 +104,155 @@ def prepare(args):
                            f"switch: give --senders {len(local)} or less")
     if not 1 <= args.seconds <= 60:
         raise TestbedError(f"--seconds must be between 1 and 60 (got {args.seconds})")
-    return Plan(topo, args.mtu, receiver.host, local[:senders], thresholds, args.seconds,
-                at_least(args.trials, 2, "--trials"))
+    fanins = [] if args.fanin.strip() == "0" else sorted(set(counts(args.fanin, "--fanin")))
+    if fanins and max(fanins) > len(topo.hosts) - 2:      # the receiver and the probes' host are not senders
+        raise TestbedError(f"--fanin {max(fanins)}: {topo.name} has {len(topo.hosts) - 2} possible senders: give "
+                           f"less, or a topology with more hosts")
+    return Plan(topo, args.mtu, receiver.host, local[:senders], thresholds, controls, args.seconds,
+                at_least(args.trials, 2, "--trials"), fanins, at_least(args.bytes, 1, "--bytes"))
 
 
-def label(k):
-    return DROP_TAIL if k is None else f"ECN K={k}"
+def label(k, cc=BASE):
+    return DROP_TAIL if k is None else f"DCTCP K={k}" if cc == "dctcp" else f"ECN K={k} {cc}"
 
 
-def measure(emu, plan, k, trial, port):
-    """One measurement at threshold k (None: drop-tail): the row of its figures."""
+def measure(emu, plan, k, cc, trial, port):
+    """One measurement at threshold k (None: drop-tail) with senders cc: the row of its figures."""
     emu.emulation.set_ecn(k)
-    flows = emu.flows([(s, plan.receiver) for s in plan.senders], seconds=plan.seconds, name=f"trial{trial}-{k}",
-                      congestion_control=CONGESTION_CONTROL)
+    flows = emu.flows([(s, plan.receiver) for s in plan.senders], seconds=plan.seconds,
+                      name=f"trial{trial}-{k}-{cc}", congestion_control=cc)
     samples = flows.queue_samples[port]
     steady = [s for s in samples if s[0] >= samples[0][0] + WARM_S] or samples
     backlog = sorted(s[2] for s in steady)
     marks = (emu.emulation.ecn_counts().get(port) or {}).get("rest", {})
     received = sum(f["received_mbit"] for f in flows.flows)
-    return {"trial": trial, "setting": label(k), "k_bytes": k, "queue_median_bytes": statistics.median(backlog),
+    alphas = list(flows.alphas.values())
+    return {"trial": trial, "setting": label(k, cc), "k_bytes": k, "senders_cc": cc,
+            "queue_median_bytes": statistics.median(backlog),
             "queue_p95_bytes": backlog[int(0.95 * (len(backlog) - 1))], "goodput_over_link": received / plan.topo.rate,
             "drops": samples[-1][3] - samples[0][3], "retransmits": sum(f["retransmits"] or 0 for f in flows.flows),
             "marked": marks.get("marked", 0), "ect": marks.get("ect", 0), "packets": marks.get("packets", 0),
-            **flows.row}
+            "alpha_mean": round(statistics.mean(alphas), 3) if alphas else None, **flows.row}
 
 
 def line(row):
-    return (f"  trial {row['trial']}  {row['setting']:14s} queue median {row['queue_median_bytes'] / 1e3:7.1f} KB  "
+    alpha = f"  alpha {row['alpha_mean']:.2f}" if row["alpha_mean"] is not None else ""
+    return (f"  trial {row['trial']}  {row['setting']:18s} queue median {row['queue_median_bytes'] / 1e3:7.1f} KB  "
             f"p95 {row['queue_p95_bytes'] / 1e3:7.1f} KB  goodput {row['goodput_over_link']:.3f} of the link  "
-            f"drops {row['drops']:4d}  marked {row['marked']:5d} of {row['ect']:5d} ECN-capable  {flag(row)}")
+            f"drops {row['drops']:4d}  marked {row['marked']:5d} of {row['ect']:5d} ECN-capable{alpha}  {flag(row)}")
 
 
 def run(plan, experiment):
     topo = plan.topo
     port = interface(*topo.attachment(topo.hosts[plan.receiver].ports[0]))
     experiment.about.update(topology=topo.name, rate_mbit=topo.rate, queue=topo.queue, mtu=plan.mtu,
-                            receiver=plan.receiver, senders=plan.senders, thresholds=plan.thresholds)
+                            receiver=plan.receiver, senders=plan.senders, thresholds=plan.thresholds,
+                            senders_cc=plan.controls)
     with experiment.emulate(topo, mtu=plan.mtu) as emu:
-        experiment.header(f"# {len(plan.senders)} long TCP flows ({', '.join(plan.senders)}, {CONGESTION_CONTROL}, "
-                          f"ECN per RFC 3168 where the ports mark) into {plan.receiver} through {port}, "
-                          f"{topo.rate:g} Mbit/s, FIFO {topo.queue} packets; {plan.trials} paired trials of "
+        experiment.header(f"# {len(plan.senders)} long TCP flows ({', '.join(plan.senders)}; {BASE} under drop-tail, "
+                          f"{', '.join(plan.controls)} under ECN marking, ECN negotiated) into {plan.receiver} through "
+                          f"{port}, {topo.rate:g} Mbit/s, FIFO {topo.queue} packets; {plan.trials} paired trials of "
                           f"{plan.seconds} s per setting, the first {WARM_S:g} s of each left out")
         rows = {}
         for trial in range(plan.trials):
-            for k in trial_order(plan.settings, trial):
-                row = measure(emu, plan, k, trial, port)
-                rows[trial, k] = experiment.row(row, line(row), csv="congestion.csv")
+            for k, cc in trial_order(plan.settings, trial):
+                row = measure(emu, plan, k, cc, trial, port)
+                rows[trial, k, cc] = experiment.row(row, line(row), csv="congestion.csv")
+        bursts = incast(emu, plan, experiment)
         emu.emulation.set_ecn(None)
     summary(plan, experiment, rows)
+    incast_summary(plan, experiment, bursts)
+
+
+def incast(emu, plan, experiment):
+    """{(trial, k, cc, fan-in): row} of the incast part."""
+    if plan.fanins:
+        experiment.say(f"# incast: k senders x {plan.size} B into one host at once, per fan-in k; "
+                       f"{plan.trials} paired trials, a round each")
+    rows = {}
+    for trial in range(plan.trials if plan.fanins else 0):
+        for k, cc in trial_order(plan.incast_settings, trial):
+            emu.emulation.set_ecn(k)
+            for row in emu.incast(plan.fanins, plan.size, rounds=1, congestion_control=cc)[0]:
+                row = {"trial": trial, "setting": label(k, cc), "k_bytes": k, "senders_cc": cc, **row}
+                rows[trial, k, cc, row["fanin"]] = experiment.row(row, (
+                    f"  trial {trial}  {row['setting']:18s} fan-in {row['fanin']:3d}  max queue "
+                    f"{row['max_backlog_bytes'] / 1e3:6.1f} KB  drops {row['drops']:4d}  timeouts "
+                    f"{row['timeouts']}  retransmits {row['retransmits']:4d}  done p99 {row['p99_done_ms']:8.1f} ms "
+                    f"(ideal {row['ideal_ms']:.1f})  {flag(row)}"), csv="incast.csv")
+    return rows
+
+
+def incast_summary(plan, experiment, rows):
+    if not rows:
+        return
+    trials = range(plan.trials)
+    experiment.say("incast summary (per fan-in, against drop-tail, paired by trial, mean [95% interval]):")
+    for fanin in plan.fanins:
+        for k, cc in plan.incast_settings[1:]:
+            c = Comparison(f"fan-in {fanin} slowest sender's completion (ms)", (DROP_TAIL, label(k, cc)),
+                           [(rows[t, None, BASE, fanin]["p99_done_ms"], rows[t, k, cc, fanin]["p99_done_ms"])
+                            for t in trials], by="ratio")
+            experiment.say(f"  {c.line()}")
+        for setting in plan.incast_settings:
+            mine = [rows[(t, *setting, fanin)] for t in trials]
+            figure = f"incast {label(*setting)} fan-in {fanin}"
+            experiment.headline[f"{figure} timeouts"] = sum(r["timeouts"] or 0 for r in mine)
+            experiment.headline[f"{figure} drops"] = sum(r["drops"] for r in mine)
+            experiment.headline[f"{figure} max queue (KB)"] = round(max(r["max_backlog_bytes"] for r in mine) / 1e3, 1)
+    bottleneck = any(r.get("emulator_bottleneck") for r in rows.values())
+    experiment.say(f"  emulator: {'WAS' if bottleneck else 'was not'} the bottleneck",
+                   "  published (theirs, not rerun here): DCTCP (SIGCOMM 2010): DCTCP took 10x larger bursts than "
+                   "TCP without retransmission timeouts, on shallow-buffered switches")
 
 
 def summary(plan, experiment, rows):
-    def mean(k, key):
-        return statistics.mean(rows[t, k][key] for t in range(plan.trials))
+    trials = range(plan.trials)
 
-    experiment.say("summary (each K against drop-tail, paired by trial, mean [95% interval]):")
-    for k in plan.thresholds:
+    def mean(setting, key):
+        return statistics.mean(rows[(t, *setting)][key] for t in trials)
+
+    def compare(shown, a, b, key, scale):
+        return Comparison(shown, (label(*a), label(*b)),
+                          [(rows[(t, *a)][key] / scale, rows[(t, *b)][key] / scale) for t in trials], by="ratio")
+
+    drop_tail = (None, BASE)
+    experiment.say("summary (each setting against drop-tail, paired by trial, mean [95% interval]):")
+    for k, cc in plan.settings[1:]:
         for name, shown, key, scale in (("queue", "queue (KB)", "queue_median_bytes", 1e3),
                                         ("goodput", "goodput", "goodput_over_link", 1)):
-            c = Comparison(f"{shown} at K={k}", (DROP_TAIL, label(k)),
-                           [(rows[t, None][key] / scale, rows[t, k][key] / scale) for t in range(plan.trials)],
-                           by="ratio")
+            c = compare(f"{shown}, {label(k, cc)}", drop_tail, (k, cc), key, scale)
             experiment.say(f"  {c.line()}")
-            if k == plan.thresholds[0]:
-                experiment.headline[f"{name} with ECN at the smallest K over drop-tail"] = \
-                    round(c.b.mean / c.a.mean, 3) if c.a.mean else None
-        experiment.say(f"  ECN K={k}: the queue's median {mean(k, 'queue_median_bytes') / k:.1f} times K "
-                       f"({mean(k, 'queue_median_bytes') / (plan.mtu + 14):.1f} frames of {plan.mtu + 14} B)")
-    for k in plan.settings:
-        experiment.headline[f"{label(k)} queue median (KB)"] = round(mean(k, "queue_median_bytes") / 1e3, 1)
-        experiment.headline[f"{label(k)} goodput/link"] = round(mean(k, "goodput_over_link"), 3)
+            ratio = round(c.b.mean / c.a.mean, 3) if c.a.mean else None
+            if (k, cc) == plan.settings[1]:
+                experiment.headline[f"{name} with ECN at the smallest K over drop-tail"] = ratio
+            if (k, cc) == (plan.thresholds[-1], "dctcp") and name == "goodput":
+                experiment.headline["DCTCP goodput at the largest K over drop-tail"] = ratio
+        held = mean((k, cc), "queue_median_bytes")
+        experiment.say(f"  {label(k, cc)}: the queue's median {held / k:.2f} times K "
+                       f"({held / (plan.mtu + 14):.1f} frames of {plan.mtu + 14} B)")
+        if (k, cc) == (plan.thresholds[-1], "dctcp"):
+            experiment.headline["DCTCP queue over K at the largest K"] = round(held / k, 3)
+    if "dctcp" in plan.controls and len(plan.controls) > 1:
+        experiment.say("DCTCP against the other senders at each K:")
+        for k in plan.thresholds:
+            for cc in plan.controls:
+                if cc != "dctcp":
+                    c = compare(f"queue (KB) at K={k}", (k, cc), (k, "dctcp"), "queue_median_bytes", 1e3)
+                    experiment.say(f"  {c.line()}")
+    for setting in plan.settings:
+        figure = label(*setting)
+        experiment.headline[f"{figure} queue median (KB)"] = round(mean(setting, "queue_median_bytes") / 1e3, 1)
+        experiment.headline[f"{label(*setting)} goodput/link"] = round(mean(setting, "goodput_over_link"), 3)
+        if setting[1] == "dctcp":
+            experiment.headline[f"{label(*setting)} alpha"] = round(mean(setting, "alpha_mean"), 3)
     bottleneck = any(r.get("emulator_bottleneck") for r in rows.values())
     experiment.say(f"  emulator: {'WAS' if bottleneck else 'was not'} the bottleneck",
                    "  published (theirs, not rerun here): DCTCP (SIGCOMM 2010): queue held near K at full "
-                   "throughput, ~90% less buffer than drop-tail, with DCTCP senders; HULL (NSDI 2012): a phantom "
-                   "queue at 0.95 of the rate keeps the real one near zero for a few percent of the rate")
-    items = [(label(k), mean(k, "queue_median_bytes") / 1e3,
-              min(rows[t, k]["queue_median_bytes"] for t in range(plan.trials)) / 1e3,
-              max(rows[t, k]["queue_median_bytes"] for t in range(plan.trials)) / 1e3) for k in plan.settings]
+                   "throughput, ~90% less buffer than drop-tail; HULL (NSDI 2012): a phantom queue at 0.95 of the "
+                   "rate keeps the real one near zero for a few percent of the rate")
+    items = [(label(*setting), mean(setting, "queue_median_bytes") / 1e3,
+              min(rows[(t, *setting)]["queue_median_bytes"] for t in trials) / 1e3,
+              max(rows[(t, *setting)]["queue_median_bytes"] for t in trials) / 1e3) for setting in plan.settings]
     experiment.figure("queue.png", figures.intervals, items, xlabel="bottleneck queue, median KB (range over trials)",
                       fabric=plan.topo.name)

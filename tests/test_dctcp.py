@@ -1,12 +1,18 @@
 """--cc and DCTCP's program, without root: a name the kernel lacks is refused in one line naming
 the choices, dctcp on a machine that cannot build it says what is missing, the option is part of
 what a run does, and the program compiles against this kernel's BTF."""
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from testbed.emulation import dctcp
 from testbed.emulation.settings import RunSettings
 from testbed.errors import TestbedError
 from testbed.experiments.fingerprint import of_run
+
+PROJECT = Path(__file__).resolve().parents[1]
 
 
 def test_a_congestion_control_the_kernel_lacks_is_refused_naming_the_choices():
@@ -45,11 +51,12 @@ def test_a_congestion_control_is_part_of_what_a_run_does_and_its_absence_changes
     assert "'cc'" not in str(of_run(SCENARIOS["incast"], plain))
 
 
-def test_an_unknown_cc_is_refused_before_anything_is_built(capsys):
-    import run_scenario
-    assert run_scenario.main(["incast", "--cc", "vegas"]) == 2
-    err = capsys.readouterr().err
-    assert err.startswith("error: --cc 'vegas' is not a congestion control") and err.count("\n") == 1
+def test_an_unknown_cc_is_refused_before_anything_is_built(tmp_path):
+    done = subprocess.run([sys.executable, "run_scenario.py", "incast", "--cc", "vegas", "--results",
+                           str(tmp_path / "run")], cwd=PROJECT, capture_output=True, text=True)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.startswith("error: --cc 'vegas' is not a congestion control") and done.stderr.count("\n") == 1
+    assert not (tmp_path / "run").exists()
 
 
 @pytest.mark.skipif(dctcp.missing() is not None, reason="needs clang, bpftool, libbpf-dev and BTF (setup.sh)")

@@ -320,12 +320,16 @@ class Emulated:
                      seen.links, row, seen.sampler.samples, during[1].means if len(during) > 1 else {})
 
     def incast(self, fanins: Sequence[int], size: int, *, rounds: int = 3, interval: float = 0.001,
-               on_fanin=None) -> tuple[list[dict], list[dict]]:
+               on_fanin=None, congestion_control: str | None = None) -> tuple[list[dict], list[dict]]:
         """k senders to one receiver at once, for each k of `fanins`: (one row per fan-in: the
         bottleneck queue's depth, drops, completion times against the ideal, how well scapy's probes
-        and the FIFO agree, the verdict; every queue sample and probe). on_fanin(row, its samples)
-        sees each fan-in as it is measured."""
-        return run_fanins(self.emulation, list(fanins), size, rounds, interval, on_fanin=on_fanin)
+        and the FIFO agree, the senders' retransmissions and timeouts, the verdict; every queue sample
+        and probe). on_fanin(row, its samples) sees each fan-in as it is measured. congestion_control:
+        the senders' and the receiver's (None: the emulation's, else the hosts' default)."""
+        if congestion_control:
+            dctcp.check(congestion_control, "congestion_control")
+        return run_fanins(self.emulation, list(fanins), size, rounds, interval, on_fanin=on_fanin,
+                          congestion_control=congestion_control)
 
     def _port(self, end):
         if isinstance(end, str):

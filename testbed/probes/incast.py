@@ -38,12 +38,15 @@ def roles(topo, fanins):
     return receiver, near[0], senders
 
 
-def one_round(emu, receiver, prober, senders, size, interval):
-    """Completion time of each sender, the queue samples and the probes of one round."""
+def one_round(emu, receiver, prober, senders, size, interval, congestion_control=None):
+    """Completion time of each sender, the queue samples, the probes of one round, the CPU verdict
+    and each sender's {"retransmits", "timeouts"}. congestion_control: the senders' and the
+    receiver's (None: the run's, --cc, else the hosts' default)."""
+    cc = emu.kernel_congestion_control(congestion_control or emu.congestion_control) or ""
     dst = receiver.ports[0]
     bottleneck = interface(*emu.topo.attachment(dst))
     duration = 1.0 + 2 * len(senders) * size / emu.topo.bytes_per_s
-    server = emu.program(receiver.name, "incast_endpoint", "server", dst.ip, PORT, len(senders), size,
+    server = emu.program(receiver.name, "incast_endpoint", "server", dst.ip, PORT, len(senders), size, cc,
                          name="incast receiver")
     probe_rx = emu.program(receiver.name, "queue_probe", "recv", dst.intf, name="probe receiver")
     probe_tx = emu.program(prober.name, "queue_probe", "send", dst.ip, interval, duration, name="probe sender")
@@ -51,7 +54,7 @@ def one_round(emu, receiver, prober, senders, size, interval):
     try:
         for program in programs:    # scapy takes a second or two to load
             program.expect("ready", 60)
-        clients = [emu.program(s.name, "incast_endpoint", "client", dst.ip, PORT, i, size,
+        clients = [emu.program(s.name, "incast_endpoint", "client", dst.ip, PORT, i, size, cc,
                                name=f"incast sender {i} ({s.name})") for i, s in enumerate(senders)]
         programs += clients
         for client in clients:
@@ -62,12 +65,14 @@ def one_round(emu, receiver, prober, senders, size, interval):
             client.send(start=start)
         with QueueSampler([bottleneck], netns=emu.port_netns) as queue, emu.cpu_monitor() as cpu:
             done = server.expect("done", duration + 60)["done"]
+            sent = [client.expect("sent", 30) for client in clients]
             expect_all([probe_tx], "sent", duration + 30)
             probe_rx.send(stop=True)
             probes = probe_rx.expect("probes", 60)["probes"]
     finally:
         stop_all(programs, grace=2)
-    return [t - start for t in done.values()], queue, bottleneck, probes, cpu.result()
+    tcp = [{"retransmits": s["retransmits"], "timeouts": s["timeouts"]} for s in sent]
+    return [t - start for t in done.values()], queue, bottleneck, probes, cpu.result(), tcp
 
 
 def agreement(probes, queue, ifname, link_bytes):
