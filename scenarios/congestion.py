@@ -15,6 +15,7 @@ the smallest K with CUBIC senders, and DCTCP at that K, paired by trial: the las
 queue, its drops, the senders' retransmission timeouts and the completion time against k messages
 at the link's rate.
 """
+import contextlib
 import statistics
 from dataclasses import dataclass
 
@@ -119,10 +120,12 @@ def label(k, cc=BASE):
 def measure(emu, plan, k, cc, trial, port):
     """One measurement at threshold k (None: drop-tail) with senders cc: the row of its figures."""
     emu.emulation.set_ecn(k)
-    flows = emu.flows([(s, plan.receiver) for s in plan.senders], seconds=plan.seconds,
-                      name=f"trial{trial}-{k}-{cc}", congestion_control=cc)
+    with emu.virtual_queue(port) if k else contextlib.nullcontext() as marker:
+        flows = emu.flows([(s, plan.receiver) for s in plan.senders], seconds=plan.seconds,
+                          name=f"trial{trial}-{k}-{cc}", congestion_control=cc)
     samples = flows.queue_samples[port]
     steady = [s for s in samples if s[0] >= samples[0][0] + WARM_S] or samples
+    tracking = marker.against(steady, plan.mtu + 14) if marker else {}
     backlog = sorted(s[2] for s in steady)
     marks = (emu.emulation.ecn_counts().get(port) or {}).get("rest", {})
     received = sum(f["received_mbit"] for f in flows.flows)
@@ -132,7 +135,7 @@ def measure(emu, plan, k, cc, trial, port):
             "queue_p95_bytes": backlog[int(0.95 * (len(backlog) - 1))], "goodput_over_link": received / plan.topo.rate,
             "drops": samples[-1][3] - samples[0][3], "retransmits": sum(f["retransmits"] or 0 for f in flows.flows),
             "marked": marks.get("marked", 0), "ect": marks.get("ect", 0), "packets": marks.get("packets", 0),
-            "alpha_mean": round(statistics.mean(alphas), 3) if alphas else None, **flows.row}
+            "alpha_mean": round(statistics.mean(alphas), 3) if alphas else None, **tracking, **flows.row}
 
 
 def line(row):
@@ -216,7 +219,7 @@ def summary(plan, experiment, rows):
         return Comparison(shown, (label(*a), label(*b)),
                           [(rows[(t, *a)][key] / scale, rows[(t, *b)][key] / scale) for t in trials], by="ratio")
 
-    drop_tail = (None, BASE)
+    drop_tail, tracked = (None, BASE), []
     experiment.say("summary (each setting against drop-tail, paired by trial, mean [95% interval]):")
     for k, cc in plan.settings[1:]:
         for name, shown, key, scale in (("queue", "queue (KB)", "queue_median_bytes", 1e3),
@@ -228,11 +231,20 @@ def summary(plan, experiment, rows):
                 experiment.headline[f"{name} with ECN at the smallest K over drop-tail"] = ratio
             if (k, cc) == (plan.thresholds[-1], "dctcp") and name == "goodput":
                 experiment.headline["DCTCP goodput at the largest K over drop-tail"] = ratio
+        gaps = [rows[(t, k, cc)]["marker_vs_fifo_median_frames"] for t in trials]
+        if None not in gaps:
+            experiment.say(f"  {label(k, cc)}: the marker's virtual queue against the FIFO: median |difference| "
+                           f"{statistics.mean(gaps):.2f} frames (p95 "
+                           f"{max(rows[(t, k, cc)]['marker_vs_fifo_p95_frames'] for t in trials):.2f}), virtual over "
+                           f"FIFO {statistics.mean(rows[(t, k, cc)]['marker_over_fifo'] for t in trials):.2f}")
+            tracked.append(statistics.mean(gaps))
         held = mean((k, cc), "queue_median_bytes")
         experiment.say(f"  {label(k, cc)}: the queue's median {held / k:.2f} times K "
                        f"({held / (plan.mtu + 14):.1f} frames of {plan.mtu + 14} B)")
         if (k, cc) == (plan.thresholds[-1], "dctcp"):
             experiment.headline["DCTCP queue over K at the largest K"] = round(held / k, 3)
+    if tracked:
+        experiment.headline["marker vs FIFO median |difference| (frames), largest"] = round(max(tracked), 2)
     if "dctcp" in plan.controls and len(plan.controls) > 1:
         experiment.say("DCTCP against the other senders at each K:")
         for k in plan.thresholds:

@@ -13,6 +13,7 @@ from testbed.collectives.connections import flow_connections
 from testbed.collectives.data import ELEMENT_BYTES
 from testbed.collectives.placements import place
 from testbed.emulation import dctcp, events, faults
+from testbed.emulation import ecn as ecn_marking
 from testbed.emulation.network import DEFAULT_MTU
 from testbed.emulation.settings import RunSettings
 from testbed.emulation.shaping import PRIORITIES
@@ -22,6 +23,7 @@ from testbed.fidelity.monitor import BASELINE_WINDOWS, CADENCE_S
 from testbed.fidelity.verdict import flag
 from testbed.machines import inventory
 from testbed.machines.head import open_emulation
+from testbed.probes import markers
 from testbed.probes.alphas import Alphas
 from testbed.probes.flows import measure_flows
 from testbed.probes.loads import Observation
@@ -318,6 +320,17 @@ class Emulated:
                      {t: c["idle_links"] for t, c in seen.tiers.items()}, row["nic_busier_share"],
                      row["mean_queue_bytes"], seen.capture_over_counters, row["measured_over_model"], flag(cpu),
                      seen.links, row, seen.sampler.samples, during[1].means if len(during) > 1 else {})
+
+    def virtual_queue(self, port: str) -> markers.VirtualQueue:
+        """``with emu.virtual_queue(port) as vq: <traffic>``; then ``vq.against(FIFO samples, frame)``:
+        how closely the ECN marker's virtual queue at a switch port followed its FIFO (with ecn)."""
+        link = next((link for intf, link in self.topo.switch_ports() if intf == port), None)
+        if link is None:
+            raise TestbedError(f"no switch port {port!r} in {self.topo.name}")
+        found = ecn_marking.map_id(self.emulation.port_netns(port), port, "queues")
+        if found is None:
+            raise TestbedError(f"no ECN marker at {port}: give ecn= or set_ecn(K) first")
+        return markers.VirtualQueue(found, link.rate * 1e6)
 
     def incast(self, fanins: Sequence[int], size: int, *, rounds: int = 3, interval: float = 0.001,
                on_fanin=None, congestion_control: str | None = None) -> tuple[list[dict], list[dict]]:

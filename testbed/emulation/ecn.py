@@ -113,17 +113,25 @@ def program_id(pid, ifname):
     return None
 
 
-def counts(pid, ifname):
-    """{class: {"packets", "ect", "marked", "over"}} the marker on ifname has counted since it was
-    attached (``CLASSES``), or None where none is attached."""
+def map_id(pid, ifname, name):
+    """The id of the map `name` (queues, ecn_counts) of the marker on ifname, or None."""
     prog = program_id(pid, ifname)
     if prog is None:
         return None
-    maps = [_json(["bpftool", "-j", "map", "show", "id", str(m)]) for m in _json(
-        ["bpftool", "-j", "prog", "show", "id", str(prog)]).get("map_ids", [])]
-    table = next(m for m in maps if m.get("name") == "ecn_counts")
+    for m in _json(["bpftool", "-j", "prog", "show", "id", str(prog)]).get("map_ids", []):
+        if _json(["bpftool", "-j", "map", "show", "id", str(m)]).get("name") == name:
+            return m
+    return None
+
+
+def counts(pid, ifname):
+    """{class: {"packets", "ect", "marked", "over"}} the marker on ifname has counted since it was
+    attached (``CLASSES``), or None where none is attached."""
+    table = map_id(pid, ifname, "ecn_counts")
+    if table is None:
+        return None
     out = {}
-    for entry in _json(["bpftool", "-j", "map", "dump", "id", str(table["id"])]):
+    for entry in _json(["bpftool", "-j", "map", "dump", "id", str(table)]):
         value = entry.get("formatted", entry)
         out[CLASSES[int(value["key"])]] = {k: int(v) for k, v in value["value"].items()}
     return out

@@ -1,0 +1,80 @@
+"""How closely an ECN marker's virtual queue follows the real FIFO behind it: the marker's queue of
+the data class, read from its map every 2 ms with the bpf(2) system call (a bpftool process per read
+would take 5-10 ms, several frames' time at these rates), beside the FIFO's backlog that the queue
+sampler reads over netlink."""
+import bisect
+import ctypes
+import os
+import platform
+import statistics
+import struct
+import threading
+import time
+
+BPF_SYSCALL = {"x86_64": 321, "aarch64": 280}
+MAP_LOOKUP_ELEM, MAP_GET_FD_BY_ID = 1, 14
+REST = 0                              # the marker's class of data (ecn_marker.bpf.c)
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _bpf(cmd, attr):
+    """bpf(2) with attr (the packed union bpf_attr's fields): its result, -1 on an error."""
+    return _libc.syscall(BPF_SYSCALL[platform.machine()], cmd, ctypes.create_string_buffer(attr, 128), 128)
+
+
+class VirtualQueue:
+    """with VirtualQueue(map_id, rate_bps) as vq: <traffic>; vq.samples: [(wall time, bytes the
+    marker's data class holds)]; vq.against(fifo samples): how far apart the two queues were."""
+
+    def __init__(self, map_id, rate_bps, interval=0.002):
+        self.map_id, self.rate, self.interval = map_id, rate_bps, interval
+        self.samples, self._done, self._thread = [], threading.Event(), None
+
+    def __enter__(self):
+        fd = _bpf(MAP_GET_FD_BY_ID, struct.pack("III", self.map_id, 0, 0))
+        if fd < 0:
+            raise OSError(ctypes.get_errno(), f"no marker map {self.map_id}: {os.strerror(ctypes.get_errno())}")
+        self._fd = fd
+        self._thread = threading.Thread(target=self._poll, name="virtual queue", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._done.set()
+        self._thread.join()
+        os.close(self._fd)
+
+    def _read(self):
+        key, value = ctypes.c_uint32(REST), ctypes.c_uint64(0)
+        attr = struct.pack("IIQQQ", self._fd, 0, ctypes.addressof(key), ctypes.addressof(value), 0)
+        if _bpf(MAP_LOOKUP_ELEM, attr) < 0:
+            return None
+        now_ns = time.monotonic_ns()          # the program's clock (bpf_ktime_get_ns)
+        return max(0, value.value - now_ns) * self.rate / 8e9
+
+    def _poll(self):
+        while not self._done.wait(self.interval):
+            backlog = self._read()
+            if backlog is not None:
+                self.samples.append((time.time(), backlog))
+
+    def against(self, fifo, frame):
+        """{median and p95 |virtual - FIFO| in frames, the virtual queue's median over the FIFO's}
+        over the virtual samples taken while either queue held a frame or more, each paired with the
+        FIFO sample nearest in time (fifo: the queue sampler's [(time, packets, bytes, ...)])."""
+        times = [s[0] for s in fifo]
+        pairs = []
+        for t, virtual in self.samples:
+            i = bisect.bisect_left(times, t)
+            near = min((j for j in (i - 1, i) if 0 <= j < len(fifo)), key=lambda j: abs(times[j] - t), default=None)
+            if near is not None and max(virtual, fifo[near][2]) >= frame:
+                pairs.append((virtual, fifo[near][2]))
+        if not pairs:
+            return {"marker_vs_fifo_median_frames": None, "marker_vs_fifo_p95_frames": None,
+                    "marker_over_fifo": None}
+        gaps = sorted(abs(v - f) / frame for v, f in pairs)
+        fifo_median = statistics.median(f for _, f in pairs)
+        return {"marker_vs_fifo_median_frames": round(statistics.median(gaps), 2),
+                "marker_vs_fifo_p95_frames": round(gaps[int(0.95 * (len(gaps) - 1))], 2),
+                "marker_over_fifo": round(statistics.median(v for v, _ in pairs) / fifo_median, 3)
+                if fifo_median else None}
