@@ -71,6 +71,19 @@ def test_a_queue_that_grew_on_a_link_sending_at_its_rate_is_congestion_not_a_fau
     assert diagnose(TOPO, window(queues=quiet_queues()), window(queues=queues)).kind == "link-slow"
 
 
+def test_a_port_that_marks_while_its_queue_drains_at_its_rate_is_named_congestion_not_a_fault():
+    """With --ecn, a second job's flows make a port mark: no fault, and the finding says where."""
+    queues = quiet_queues()
+    queues["tb1-eth3"] = backed_up(0.98)
+    after = window(queues=queues)
+    after.marks = {"tb1-eth3": [(0.25 * i, 40 * i) for i in range(5)], "tb1-eth4": [(0.0, 7), (1.0, 7)]}
+    found = diagnose(TOPO, window(queues=quiet_queues()), after)
+    assert found.kind == "none" and found.evidence.endswith("congestion, not a fault: ECN marks (leaf0:3 marked 160)")
+    queues["tb1-eth3"] = backed_up(0.4)                                      # marking does not hide a slow link
+    after.queues = queues
+    assert diagnose(TOPO, window(queues=quiet_queues()), after).kind == "link-slow"
+
+
 def test_a_port_whose_short_queue_empties_between_samples_is_not_read_as_slow():
     """A ring's bursts: 30 jumbo frames at every other sample, drained at the link's rate, and one
     at the others, sent in 7 ms of the 20 ms to the next sample, the port then idle. As bytes sent
@@ -159,10 +172,12 @@ def test_a_watchs_window_holds_the_iterations_that_ended_in_it_and_its_samples_a
                         {"start": 2.5, "end": 3.0, "timing": "c", "wrong": 0}]
     watch.queues = SimpleNamespace(samples={"tb1-eth3": [(1000.0 + 0.5 * i, i, 0, 0, 0) for i in range(8)]})
     watch.edges = SimpleNamespace(samples={"h1-eth0": [(1000.0 + 1.5 * i, 0, 0, i, 0) for i in range(3)]})
+    watch.marks = SimpleNamespace(samples={"tb1-eth3": [(1000.0 + 0.25 * i, 10 * i) for i in range(12)]})
     watch.log_path = tmp_path / "controller.log"
     watch.log_path.write_text("port tb1:3 down at 1002.200: 1 links down\nport tb1:3 up at 1003.900: 0 links down\n")
     before, after = watch.window(0.0, 2.0), watch.window(2.0, 3.0)
     assert before.timing == ["a"] and after.timing == ["b", "c"]
+    assert [m for _, m in after.marks["tb1-eth3"]] == [80, 90, 100, 110]         # marks taken in (2.0, 3.0]
     assert [t for t, *_ in after.queues["tb1-eth3"]] == [2.0, 2.5, 3.0]
     assert [t for t, *_ in after.edges["h1-eth0"]] == [3.0]
     assert [round(t, 3) for t, *_ in after.events] == [2.2] and watch.wrong(2.0, 3.0) == 1

@@ -54,6 +54,9 @@ with a window before it (a fault-free trial's, or the job's own first iterations
   costs the job less is not a fault an operator is paged for (Greyhound alarms only on a shift of
   10% or more; without it, ranks a few ms behind the others on a job running at full speed raised
   most of the false alarms).
+- none: nothing stands out. With ECN marking (``--ecn``) the ports that marked in the window are
+  named as congestion, not a fault: a port that marks holds a queue above K, which its link's rate
+  drains (a slowed link is named by the queue rule above first), as a second job's traffic does.
 The confidence is how far the finding stands above the next candidate (0 to 1).
 """
 import statistics
@@ -98,13 +101,15 @@ class Window:
     (``programs.rank``); queues = {port: [(time,
     packets, bytes, drops, bytes sent)]} (``probes.queues``); events = [(time, switch, port, up)];
     edges: the hosts' own egress FIFOs, sampled as queues are (their drops only are read); earlier:
-    port events before the window that bear on it, which the monitor keeps (``recent_events``)."""
+    port events before the window that bear on it, which the monitor keeps (``recent_events``);
+    marks: with ECN marking, {port: [(time, packets marked since the marker was attached)]}."""
     timing: list
     queues: dict
     events: list
     parts: tuple = ()     # the windows a baseline was merged from (``monitor.merged``), each judged on its own
     edges: dict = field(default_factory=dict)
     earlier: list = field(default_factory=list)
+    marks: dict = field(default_factory=dict)
 
     def each(self):
         """The windows this one was merged from, or itself alone."""
@@ -381,6 +386,17 @@ def link_label(topo, link):
     return f"{name(link.a)}-{name(link.b)}"
 
 
+def marking(topo, window):
+    """{switch port label: packets it marked in the window}, the ports that marked any: congestion
+    signalled (a queue above K), which is not a fault."""
+    out = {}
+    for port, samples in window.marks.items():
+        if len(samples) > 1 and samples[-1][1] > samples[0][1]:
+            node, number = port.rsplit("-eth", 1)
+            out[f"{topo.label(node)}:{number}"] = samples[-1][1] - samples[0][1]
+    return out
+
+
 def diagnose(topo, before, after, paths=None):
     """The fault that `after` shows against `before` (Windows), in the order an operator trusts the
     evidence: port events, queues, a hung rank, retransmissions (where the job's `paths` are known:
@@ -392,4 +408,7 @@ def diagnose(topo, before, after, paths=None):
         finding = rule()
         if finding is not None:
             return finding
-    return Finding("none", "", 1.0, "nothing stands out against the window before")
+    marked = marking(topo, after)
+    said = "; ".join(f"{port} marked {n}" for port, n in sorted(marked.items(), key=lambda m: -m[1])[:3])
+    return Finding("none", "", 1.0, "nothing stands out against the window before" +
+                   (f"; congestion, not a fault: ECN marks ({said})" if marked else ""))

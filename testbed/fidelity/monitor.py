@@ -17,13 +17,14 @@ for the same reason; without it one such shift kept the monitor alarming every w
 What an alarm rests on is the window's own data: the iterations that ended in it, the queue
 samples and the port events taken in it (``api.Watch.window``), and the port events before it that
 still bear on it, which the monitor keeps (a link still down, or back up only just: its paths'
-retransmissions are TCP's recovery, not a lossy link).
+retransmissions are TCP's recovery, not a lossy link). With ECN marking, a window that raises
+nothing but in which ports marked is congestion, not a fault: ``congested`` keeps those.
 """
 import dataclasses
 from collections import deque
 from dataclasses import dataclass
 
-from testbed.fidelity.diagnosis import UNDECIDED, Finding, Window, diagnose, recent_events
+from testbed.fidelity.diagnosis import UNDECIDED, Finding, Window, diagnose, marking, recent_events
 
 CADENCE_S = 1.0          # a window's length: two to five iterations of the watched allreduce
 BASELINE_WINDOWS = 4     # the healthy windows the current one is compared with
@@ -44,14 +45,16 @@ class Alarm:
 
 def merged(windows):
     """One Window of several: their iterations, queue samples and port events together."""
-    queues, edges = {}, {}
+    queues, edges, marks = {}, {}, {}
     for w in windows:
         for port, samples in w.queues.items():
             queues.setdefault(port, []).extend(samples)
         for port, samples in w.edges.items():
             edges.setdefault(port, []).extend(samples)
+        for port, samples in w.marks.items():
+            marks.setdefault(port, []).extend(samples)
     return Window([it for w in windows for it in w.timing], queues, [e for w in windows for e in w.events],
-                  tuple(windows), edges)
+                  tuple(windows), edges, marks=marks)
 
 
 class Monitor:
@@ -72,6 +75,7 @@ class Monitor:
         self.streak = []                  # (window, finding) of the alarm standing now
         self.alarms, self.judged, self.rebased = [], 0, 0
         self.undecided = []               # the ends of the windows left undecided
+        self.congested = []               # (end, {port: marks}) of the windows with ECN marks and no fault
         self.events = []                  # every port event seen, for the windows after it
 
     def poll(self, now):
@@ -95,6 +99,8 @@ class Monitor:
             else:
                 self.streak = []
                 self.healthy.append(window)
+                if finding is not None and marking(self.topo, window):
+                    self.congested.append((span[1], marking(self.topo, window)))
             if finding is not None:
                 self.judged += 1
             self.next = span[1]

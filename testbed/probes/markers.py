@@ -1,7 +1,8 @@
-"""How closely an ECN marker's virtual queue follows the real FIFO behind it: the marker's queue of
-the data class, read from its map every 2 ms with the bpf(2) system call (a bpftool process per read
-would take 5-10 ms, several frames' time at these rates), beside the FIFO's backlog that the queue
-sampler reads over netlink."""
+"""What the ECN markers at the switch ports (emulation.ecn) hold, read from their maps with the
+bpf(2) system call (a bpftool process per read would take 5-10 ms, several frames' time at these
+rates): how closely a marker's virtual queue of the data class follows the real FIFO behind it,
+beside the FIFO's backlog that the queue sampler reads over netlink (``VirtualQueue``); and how many
+packets each port has marked, over time (``MarkSampler``)."""
 import bisect
 import ctypes
 import os
@@ -14,6 +15,8 @@ import time
 BPF_SYSCALL = {"x86_64": 321, "aarch64": 280}
 MAP_LOOKUP_ELEM, MAP_GET_FD_BY_ID = 1, 14
 REST = 0                              # the marker's class of data (ecn_marker.bpf.c)
+CLASSES = (0, 1)                      # its classes: the rest, the high class
+COUNTS_BYTES = 32                     # its struct counts
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
@@ -78,3 +81,54 @@ class VirtualQueue:
                 "marker_vs_fifo_p95_frames": round(gaps[int(0.95 * (len(gaps) - 1))], 2),
                 "marker_over_fifo": round(statistics.median(v for v, _ in pairs) / fifo_median, 3)
                 if fifo_median else None}
+
+
+class MarkSampler:
+    """with MarkSampler({port: its marker's ecn_counts map id}) as m: <traffic>; then m.samples[port]:
+    [(wall time, packets the marker has set CE on since it was attached, all classes)], one every
+    `interval` s, as the queue sampler keeps its samples (a switch's ECN counters, as an operator's
+    telemetry reads them)."""
+
+    def __init__(self, map_ids, interval=0.25):
+        self.map_ids, self.interval = dict(map_ids), interval
+        self.samples = {port: [] for port in self.map_ids}
+        self._done, self._thread, self._fds = threading.Event(), None, {}
+
+    def __enter__(self):
+        for port, map_id in self.map_ids.items():
+            fd = _bpf(MAP_GET_FD_BY_ID, struct.pack("III", map_id, 0, 0))
+            if fd < 0:
+                self.__exit__()
+                raise OSError(ctypes.get_errno(), f"no marker map {map_id} at {port}")
+            self._fds[port] = fd
+        self._thread = threading.Thread(target=self._poll, name="ECN marks", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._done.set()
+        if self._thread is not None:
+            self._thread.join()
+        for fd in self._fds.values():
+            os.close(fd)
+        self._fds = {}
+
+    def _marked(self, fd):
+        total, value = 0, ctypes.create_string_buffer(COUNTS_BYTES)
+        for cls in CLASSES:
+            key = ctypes.c_uint32(cls)
+            if _bpf(MAP_LOOKUP_ELEM, struct.pack("IIQQQ", fd, 0, ctypes.addressof(key), ctypes.addressof(value),
+                                                 0)) < 0:
+                return None
+            total += struct.unpack_from("QQQQ", value)[2]        # struct counts: packets, ect, marked, over
+        return total
+
+    def _poll(self):
+        while True:
+            now = time.time()
+            for port, fd in self._fds.items():
+                marked = self._marked(fd)
+                if marked is not None:
+                    self.samples[port].append((now, marked))
+            if self._done.wait(self.interval):
+                return

@@ -19,9 +19,11 @@ import time
 from testbed.collectives.coordinator import AllreduceError
 from testbed.collectives.data import ELEMENT_BYTES
 from testbed.collectives.metrics import bandwidths
+from testbed.emulation import ecn
 from testbed.emulation.controller import port_events
 from testbed.fidelity.diagnosis import Window, diagnose
 from testbed.fidelity.monitor import BASELINE_WINDOWS, CADENCE_S, Monitor
+from testbed.probes.markers import MarkSampler
 from testbed.probes.queues import QueueSampler
 from testbed.routing.hashing import Placer
 from testbed.runs.together import Communicators
@@ -43,6 +45,7 @@ class Watch:
         self.stall_limit, self.interval = stall_limit, interval
         self.cadence, self.baseline = cadence, baseline
         self.iterations, self.error = [], None
+        self.marks = None                 # the ports' ECN mark counts, sampled where they mark (--ecn)
         self._stop = threading.Event()
         self.log_path = emu.controller.log_path if getattr(emu, "controller", None) else None
 
@@ -87,6 +90,10 @@ class Watch:
             nics = [interface(node, port) for link in self.emu.topo.links for node, port in link.ends()
                     if node in set(self.comm.hosts) and self.emu.here(node)]
             self.edges = QueueSampler(nics, EDGE_INTERVAL_S, self._host_netns).__enter__()
+            # with --ecn, the markers there when the watch starts, as a switch's ECN counters
+            if getattr(self.emu, "ecn", None):
+                self.marks = MarkSampler({port: ecn.map_id(self.emu.port_netns(port), port, "ecn_counts")
+                                          for port in ports}, EDGE_INTERVAL_S).__enter__()
             self.offset = time.time() - time.monotonic()   # wall clock to monotonic, for samples and events
             self.started = self.now()
             self.monitor = Monitor(self.emu.topo, self.window, self.started, self.cadence, self.baseline,
@@ -94,7 +101,7 @@ class Watch:
             self._thread = threading.Thread(target=self._iterate, daemon=True)
             self._thread.start()
         except BaseException:
-            for sampler in (getattr(self, "queues", None), getattr(self, "edges", None)):
+            for sampler in (getattr(self, "queues", None), getattr(self, "edges", None), self.marks):
                 if sampler is not None:
                     sampler.__exit__(None, None, None)
             self._group.__exit__(None, None, None)
@@ -114,8 +121,9 @@ class Watch:
     def __exit__(self, *exc):
         self._stop.set()
         self._thread.join(timeout=self.stall_limit + 5)
-        self.queues.__exit__(None, None, None)
-        self.edges.__exit__(None, None, None)
+        for sampler in (self.queues, self.edges, self.marks):
+            if sampler is not None:
+                sampler.__exit__(None, None, None)
         self._group.__exit__(*exc)
         self._thread.join()
 
@@ -138,13 +146,14 @@ class Watch:
 
     def window(self, start, end):
         """What the operator has of [start, end] (monotonic): the iterations that ended in it (one
-        a rank stopped in ends after it was continued), the queue samples and the controller's
-        port events taken in it."""
+        a rank stopped in ends after it was continued), the queue samples, the controller's port
+        events and, with --ecn, the ports' mark counts taken in it."""
         wall = (start + self.offset, end + self.offset)
         events = [(t - self.offset, switch, port, up) for t, switch, port, up in port_events(self.log_path)
                   if wall[0] <= t <= wall[1]] if self.log_path else []
         return Window([it["timing"] for it in self.ran(start, end)], self._samples(self.queues, wall), events,
-                      edges=self._samples(self.edges, wall))
+                      edges=self._samples(self.edges, wall),
+                      marks=self._samples(self.marks, wall) if self.marks else {})
 
     def _samples(self, sampler, wall):
         """{port: its samples taken in wall (start, end), on the monotonic clock}"""

@@ -1,0 +1,56 @@
+"""The operator's monitor reads ECN marks: a second job's flows that share a link with a watched
+Ring on a fabric that marks (--ecn) make that link's port mark, and the monitor names the marks as
+congestion and raises no fault; its windows carry every port's mark counts."""
+import pytest
+
+import testbed
+from testbed.api import Comm, Ring
+from testbed.emulation import ecn
+from testbed.probes.flows import measure_flows
+from testbed.topology import LeafSpine, interface
+
+K, SIZE = 30000, 256 << 10
+pytestmark = pytest.mark.skipif(ecn.missing() is not None, reason="needs clang, bpftool and libbpf-dev (setup.sh)")
+
+
+@pytest.fixture(scope="module")
+def watched(tmp_path_factory):
+    topo = LeafSpine(2, 2, 3)      # h0 h1 h2 on leaf0, h3 h4 h5 on leaf1
+    job = ("h0", "h1", "h3", "h4")
+    with (testbed.emulate(topo, folder=tmp_path_factory.mktemp("ecn_monitor"), ecn=K) as emu,
+          emu.watch(Comm(Ring(), job), SIZE, stall_limit=15) as watch):
+        monitor = watch.monitor
+        watch.wait(watch.started + monitor.cadence * (monitor.healthy.maxlen + 2))
+        before = (watch.now() - 2.0, watch.now())
+        # the second job: h2 (no rank there) into h4 (a rank's host), CUBIC with ECN, 5 s
+        start = watch.now()
+        measure_flows(emu.emulation, [(topo.hosts["h2"].ports[0], topo.hosts["h4"].ports[0])], 5, omit=0,
+                      congestion_control="cubic")
+        end = watch.now()
+        watch.wait(end + 1.0)
+        assert watch.alive(), watch.error
+        monitor.poll(watch.now())
+        during = (start + 1.0, end)
+        finding = watch.diagnose(before, during)
+        window = watch.window(*during)
+        port = interface(*topo.attachment(topo.hosts["h4"].ports[0]))
+        switch, number = port.rsplit("-eth", 1)
+        yield {"label": f"{topo.label(switch)}:{number}", "alarms": monitor.between(start, watch.now()),
+               "finding": finding, "window": window, "port": port, "wrong": watch.wrong(),
+               "congested": [c for c in monitor.congested if start < c[0] <= end + 1.0]}
+
+
+def test_the_second_jobs_marks_are_named_congestion_and_raise_no_fault(watched):
+    assert watched["alarms"] == [], watched["alarms"]
+    finding = watched["finding"]
+    assert finding.kind == "none" and "congestion, not a fault: ECN marks (" in finding.evidence, finding
+    assert f"{watched['label']} marked" in finding.evidence, finding      # the port facing h4
+    assert watched["congested"], "the monitor kept no window with marks"
+    assert watched["wrong"] == 0
+
+
+def test_a_window_carries_every_ports_mark_counts(watched):
+    marks = watched["window"].marks
+    assert watched["port"] in marks and len(marks) == 2 * len(LeafSpine(2, 2, 3).links) - 6   # switch ends only
+    samples = marks[watched["port"]]
+    assert len(samples) >= 3 and samples[-1][1] > samples[0][1]
