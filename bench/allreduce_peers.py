@@ -1,0 +1,134 @@
+"""The project's allreduce against OpenMPI's and PyTorch gloo's on the same emulated fabric, in one
+sitting: the peers' ranks run in the same emulated hosts, over the same shaped links, one after
+the other.
+
+    sudo .venv/bin/python -m bench.allreduce_peers [--topology bigraph:2,8] [--sizes 1024,4096,1048576]
+                                                   [--iters 20] [--out FILE]
+
+It installs what the peers need where missing (Debian's openmpi-bin; mpi4py and the CPU build of
+torch from PyPI) and says so. OpenMPI runs its tuned default and each forced algorithm of
+``OPENMPI_ALGORITHMS`` (mpirun started in the first host's namespace, its daemons in each host's
+by ``peers/rsh_agent.py``; TCP only, not bound to cores, yielding when idle); gloo its allreduce.
+Every peer's result is checked against the sum each rank expects, as the project's are against
+numpy. The fabric has no control class (``control_class=False``): the project's clear-to-sends and
+ACKs queue with data as the peers' do. What the comparison does not even out is each peer's CPU:
+OpenMPI's ranks poll for progress, 16 of them on this machine's 2 cores, where the project's ranks
+and gloo's wait in the kernel. Writes JSON.
+"""
+import argparse
+import importlib.util
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import testbed
+from testbed.report.folder import RESULTS_ROOT
+
+HERE = Path(__file__).resolve().parent / "peers"
+OURS = ("auto", "hd", "hdrm", "rd", "rdrm", "ring")
+OPENMPI_ALGORITHMS = {0: "tuned default", 3: "recursive doubling", 4: "ring", 6: "rabenseifner"}
+TORCH_INDEX = "https://download.pytorch.org/whl/cpu"
+
+
+def ensure_peers():
+    """Install OpenMPI (Debian), mpi4py and torch (PyPI, CPU build) where missing."""
+    if shutil.which("mpirun") is None:
+        print("installing Debian's openmpi-bin", flush=True)
+        subprocess.run(["apt-get", "install", "-y", "-q", "openmpi-bin"], check=True)
+    for module, args in (("mpi4py", ["mpi4py"]),
+                         ("torch", ["torch", "--index-url", TORCH_INDEX, "--extra-index-url", "https://pypi.org/simple"])):
+        if importlib.util.find_spec(module) is None:
+            print(f"installing {module} from PyPI", flush=True)
+            subprocess.run([sys.executable, "-m", "pip", "install", "-q", *args], check=True)
+
+
+def in_host(emu, host, args, **kwargs):
+    return subprocess.run(["nsenter", "-t", str(emu.emulation.host(host).pid), "-n", "--", *args],
+                          capture_output=True, text=True, **kwargs)
+
+
+def openmpi(emu, hosts, sizes, iters, algorithm, folder):
+    pids = folder / "pids.json"
+    pids.write_text(json.dumps({h: emu.emulation.host(h).pid for h in hosts}))
+    hostfile = folder / "hostfile"
+    hostfile.write_text("".join(f"{h} slots=1\n" for h in hosts))
+    tuned = ["--mca", "coll_tuned_use_dynamic_rules", "1", "--mca", "coll_tuned_allreduce_algorithm",
+             str(algorithm)] if algorithm else []
+    done = in_host(emu, hosts[0], [
+        "mpirun", "--allow-run-as-root", "-np", str(len(hosts)), "--hostfile", str(hostfile), "--bind-to", "none",
+        "--mca", "plm_rsh_agent", str(HERE / "rsh_agent.py"), "--mca", "plm_rsh_no_tree_spawn", "1",
+        "--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include", "10.0.0.0/8",
+        "--mca", "oob_tcp_if_include", "10.0.0.0/8", "--mca", "mpi_yield_when_idle", "1", *tuned,
+        "-x", f"TESTBED_PEER_PIDS={pids}", "-x", "PATH",
+        sys.executable, str(HERE / "mpi_allreduce.py"), ",".join(map(str, sizes)), str(iters)],
+        timeout=900, env={"TESTBED_PEER_PIDS": str(pids), "PATH": "/usr/bin:/bin:/usr/sbin:/sbin"})
+    if done.returncode:
+        raise RuntimeError(f"mpirun failed: {done.stderr.strip()[-500:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def gloo(emu, hosts, sizes, iters):
+    topo = emu.topo
+    master = topo.hosts[hosts[0]].ports[0].ip
+    procs = [subprocess.Popen(["nsenter", "-t", str(emu.emulation.host(h).pid), "-n", "--", sys.executable,
+                               str(HERE / "gloo_allreduce.py"), str(r), str(len(hosts)), master,
+                               topo.hosts[h].ports[0].intf, ",".join(map(str, sizes)), str(iters)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for r, h in enumerate(hosts)]
+    outs = [p.communicate(timeout=900) for p in procs]
+    if any(p.returncode for p in procs):
+        raise RuntimeError(f"gloo failed: {next(o[1] for p, o in zip(procs, outs) if p.returncode)[-500:]}")
+    return json.loads(outs[0][0].strip().splitlines()[-1])
+
+
+def main(argv):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--topology", default="bigraph:2,8")
+    parser.add_argument("--sizes", default="1024,4096,1048576")
+    parser.add_argument("--iters", type=int, default=20)
+    parser.add_argument("--out", default=str(RESULTS_ROOT / "bench" / "allreduce_peers.json"))
+    args = parser.parse_args(argv)
+    sizes = [int(s) for s in args.sizes.split(",")]
+    ensure_peers()
+    topo = testbed.fabric(args.topology)
+    hosts = sorted(topo.hosts, key=lambda h: topo.hosts[h].index)
+    times = {}                   # (who, size) -> seconds
+    with tempfile.TemporaryDirectory() as tmp, testbed.emulate(topo, folder=tmp, control_class=False) as emu:
+        for c in emu.sweep(OURS, sizes, iters=args.iters, warmup=1):
+            assert c.wrong == 0, c
+            times[f"testbed {c.algorithm}" + (f" ({c.chose})" if c.algorithm == "auto" else ""), c.size] = \
+                c.time_us / 1e6
+        for number, name in OPENMPI_ALGORITHMS.items():
+            for r in openmpi(emu, hosts, sizes, args.iters, number, Path(tmp)):
+                assert r["wrong"] == 0, (name, r)
+                times[f"OpenMPI {name}", r["size"]] = r["seconds"]
+        for r in gloo(emu, hosts, sizes, args.iters):
+            assert r["wrong"] == 0, r
+            times["gloo", r["size"]] = r["seconds"]
+    rows = []
+    for size in sizes:
+        mine = {who: t for (who, s), t in times.items() if s == size}
+        auto = next(t for who, t in mine.items() if who.startswith("testbed auto"))
+        peers = {who: t for who, t in mine.items() if not who.startswith("testbed")}
+        fastest = min(peers, key=peers.get)
+        rows.append({"size": size, "times_s": mine, "fastest_peer": fastest,
+                     "auto_over_fastest_peer": round(auto / peers[fastest], 3)})
+        ranked = sorted(mine.items(), key=lambda item: item[1])
+        print(f"{size:8d} B  " + "  ".join(f"{who} {t * 1e3:.2f} ms" for who, t in ranked)
+              + f"  | auto over the fastest peer ({fastest}): {auto / peers[fastest]:.2f}", flush=True)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"topology": topo.name, "ranks": len(hosts), "rate_mbit": topo.rate,
+                               "iters": args.iters, "control_class": False, "rows": rows,
+                               "auto_over_fastest_peer_median": statistics.median(r["auto_over_fastest_peer"]
+                                                                                  for r in rows)}, indent=1))
+    print(f"written: {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
