@@ -99,8 +99,9 @@ class Monitor:
             else:
                 self.streak = []
                 self.healthy.append(window)
-                if finding is not None and marking(self.topo, window):
-                    self.congested.append((span[1], marking(self.topo, window)))
+                marked = marking(self.topo, window) if finding is not None else {}
+                if marked:
+                    self.congested.append((span[1], marked))
             if finding is not None:
                 self.judged += 1
             self.next = span[1]

@@ -25,6 +25,14 @@ def _bpf(cmd, attr):
     return _libc.syscall(BPF_SYSCALL[platform.machine()], cmd, ctypes.create_string_buffer(attr, 128), 128)
 
 
+def _map_fd(map_id, what):
+    """A file descriptor of the marker's map `map_id` (close it when done)."""
+    fd = _bpf(MAP_GET_FD_BY_ID, struct.pack("III", map_id, 0, 0))
+    if fd < 0:
+        raise OSError(ctypes.get_errno(), f"no marker map {map_id} at {what}: {os.strerror(ctypes.get_errno())}")
+    return fd
+
+
 class VirtualQueue:
     """with VirtualQueue(map_id, rate_bps) as vq: <traffic>; vq.samples: [(wall time, bytes the
     marker's data class holds)]; vq.against(fifo samples): how far apart the two queues were."""
@@ -34,10 +42,7 @@ class VirtualQueue:
         self.samples, self._done, self._thread = [], threading.Event(), None
 
     def __enter__(self):
-        fd = _bpf(MAP_GET_FD_BY_ID, struct.pack("III", self.map_id, 0, 0))
-        if fd < 0:
-            raise OSError(ctypes.get_errno(), f"no marker map {self.map_id}: {os.strerror(ctypes.get_errno())}")
-        self._fd = fd
+        self._fd = _map_fd(self.map_id, "its port")
         self._thread = threading.Thread(target=self._poll, name="virtual queue", daemon=True)
         self._thread.start()
         return self
@@ -95,12 +100,12 @@ class MarkSampler:
         self._done, self._thread, self._fds = threading.Event(), None, {}
 
     def __enter__(self):
-        for port, map_id in self.map_ids.items():
-            fd = _bpf(MAP_GET_FD_BY_ID, struct.pack("III", map_id, 0, 0))
-            if fd < 0:
-                self.__exit__()
-                raise OSError(ctypes.get_errno(), f"no marker map {map_id} at {port}")
-            self._fds[port] = fd
+        try:
+            for port, map_id in self.map_ids.items():
+                self._fds[port] = _map_fd(map_id, port)
+        except OSError:
+            self.__exit__()
+            raise
         self._thread = threading.Thread(target=self._poll, name="ECN marks", daemon=True)
         self._thread.start()
         return self
