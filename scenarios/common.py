@@ -9,7 +9,7 @@ checks, measures and writes (``experiments.Experiment``: ``experiment.emulate`` 
 with the run's settings, ``experiment.results`` is the run's folder), returning the exit code.
 """
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from testbed import api
 from testbed.api import (
@@ -30,6 +30,7 @@ from testbed.api import (
 from testbed.experiments import sweep
 
 ROUTINGS = ("ecmp", "pinned", "planned")
+MARKED_CONTROLS = ("dctcp", "cubic", "reno")      # congestion controls that act on ECN's marks
 MAX_SEED = 2**31 - 1
 
 
@@ -217,3 +218,42 @@ def at_least(value, minimum, option, unit=""):
     if value < minimum:
         raise TestbedError(f"{option} must be at least {minimum}{unit} (got {value})")
     return value
+
+
+def add_ecn_comparison_arguments(parser):
+    """--compare-ecn K and --compare-cc: every form measured also with ECN marking, paired."""
+    parser.add_argument("--compare-ecn", type=int, metavar="K", default=None,
+                        help="also run every form with every switch port marking ECN-capable packets above K bytes "
+                             "and the ranks on --compare-cc, paired trial by trial (default: drop-tail only)")
+    parser.add_argument("--compare-cc", metavar="NAME", default=None,
+                        help="the ranks' congestion control under --compare-ecn: cubic, reno or dctcp (default dctcp)")
+
+
+def marking_of(args, topos):
+    """(K, congestion control) of --compare-ecn, checked against every fabric, or None."""
+    if args.compare_ecn is None:
+        if args.compare_cc is not None:
+            raise TestbedError("--compare-cc is the ranks' congestion control under --compare-ecn: "
+                               "give --compare-ecn K")
+        return None
+    if getattr(args, "ecn", None) or getattr(args, "cc", None):
+        raise TestbedError("--compare-ecn runs every form with and without marking: drop --ecn and --cc")
+    if getattr(args, "machines", None):
+        raise TestbedError("--compare-ecn sets the hosts' TCP on one machine's fabric: run it without --machines")
+    for topo in topos:
+        api.check_ecn(args.compare_ecn, topo.queue, args.mtu, "--compare-ecn")
+    cc = args.compare_cc or "dctcp"
+    if cc not in MARKED_CONTROLS:
+        raise TestbedError(f"--compare-cc {cc}: use one of {', '.join(MARKED_CONTROLS)} (BBR does not act on marks)")
+    api.check_congestion_control(cc, "--compare-cc")
+    return args.compare_ecn, cc
+
+
+def with_marking(forms, marking):
+    """Each form, followed by its twin under marking ('LABEL+ecn': ECN at K, the ranks on its
+    congestion control) where marking is given."""
+    if marking is None:
+        return list(forms)
+    k, cc = marking
+    return [f for form in forms for f in (form, replace(form, label=f"{form.label}+ecn", ecn=k,
+                                                         congestion_control=cc))]

@@ -11,22 +11,26 @@ trial reports per step the links that two or more flows shared, the busbw, and f
 routes what the routing predicted. The summary pairs the trials (``report.paired``): each case's
 busbw and collided steps with 95% intervals, and BiGraph's gain over the Clos with its interval.
 """
+import contextlib
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from scenarios.common import (
+    add_ecn_comparison_arguments,
     add_fabric_arguments,
     add_scheme_arguments,
     add_seed_argument,
     at_least,
     fabric,
+    marking_of,
     seed_of,
+    with_marking,
     with_uplinks,
 )
 from testbed.api import ELEMENT_BYTES, TestbedError, place
-from testbed.experiments import check_sweep, describe_all, figures, trial_line
+from testbed.experiments import ADDED, check_sweep, describe_all, figures, trial_line
 from testbed.experiments.claims import Claim
-from testbed.experiments.trials import Form, compare, run_trials
+from testbed.experiments.trials import Form, compare, marking_lines, run_trials
 
 NAME = "ecmp_collisions"
 HELP = "HD on a Clos with ECMP against HDRM on BiGraph with deterministic routes: collisions per step, busbw"
@@ -55,6 +59,7 @@ def add_arguments(parser):
     parser.add_argument("--iters", type=int, default=2, help="timed iterations per trial (default %(default)s)")
     # the Clos's schemes; planned is left out: it moves flows while the probe counts them per step
     add_scheme_arguments(parser, routings=("ecmp", "pinned"), uplinks=True)
+    add_ecn_comparison_arguments(parser)
 
 
 @dataclass
@@ -75,10 +80,18 @@ class Plan:
     iters: int
     seed: int
     collective: str
+    marking: tuple | None = field(default=None, metadata={ADDED: "--compare-ecn"})   # (K, congestion control)
 
     @property
     def fabrics(self):
         return [case.topo for case in self.cases]
+
+    @property
+    def forms(self):
+        return with_marking([Form(case.label, case.topo, case.routing) for case in self.cases], self.marking)
+
+    def case(self, label):
+        return next(c for c in self.cases if label in (c.label, f"{c.label}+ecn"))
 
 
 def prepare(args):
@@ -99,27 +112,36 @@ def prepare(args):
         schedule, hosts = place(case.variant, case.topo, case.collective)
         schedule.check_count(len(hosts), args.bytes // ELEMENT_BYTES)
     seed = seed_of(args)
-    return Plan(cases, args.mtu, args.bytes, trials, iters, seed, args.collective)
+    return Plan(cases, args.mtu, args.bytes, trials, iters, seed, args.collective, marking_of(args, [bigraph, clos]))
 
 
 def measure(plan):
     """One trial of a case under the collision probe, on a fabric built for it, with the trial's draw."""
     def one(emu, form, draw, trial, folder):
-        case = next(c for c in plan.cases if c.label == form.label)
+        case = plan.case(form.label)
         placed = place(case.variant, case.topo, case.collective)
-        got = emu.collisions(case.variant, plan.size, iters=plan.iters, placed=placed, label=case.label, draw=draw,
-                             trial=trial)
-        return [c.row for c in got]
+        with emu.switch_queues() if plan.marking else contextlib.nullcontext() as seen:
+            got = emu.collisions(case.variant, plan.size, iters=plan.iters, placed=placed, label=form.label,
+                                 draw=draw, trial=trial)
+        return [dict(c.row, **seen.row) if seen else c.row for c in got]
     return one
 
 
-def compare_cases(rows, cases):
-    """BiGraph against the Clos, paired over trials: busbw/link and collided steps."""
-    CLOS, BIGRAPH = (case.label for case in cases)
+def compare_cases(rows, plan):
+    """BiGraph against the Clos, paired over trials: busbw/link and collided steps; with
+    --compare-ecn, each case against itself under marking (busbw, the deepest queue), and BiGraph
+    against the Clos under marking."""
+    CLOS, BIGRAPH = (case.label for case in plan.cases)
     rows = [dict(r, form=r["case"]) for r in rows]
     out = {"busbw": compare(rows, (CLOS, BIGRAPH), "busbw_over_link", "busbw/link", 3),
            # can be zero (BiGraph's always is): compared by its difference, not a ratio
            "collided": compare(rows, (CLOS, BIGRAPH), "collided_steps", "collided steps", 1, by="difference")}
+    if plan.marking:
+        for label in (CLOS, BIGRAPH):
+            out[f"busbw {label}"] = compare(rows, (label, f"{label}+ecn"), "busbw_over_link", "busbw/link", 3)
+            out[f"queue {label}"] = compare(rows, (label, f"{label}+ecn"), "queue_busy_mean_bytes",
+                                            "deepest queue while busy (B)", 0)
+        out["busbw ecn"] = compare(rows, (f"{CLOS}+ecn", f"{BIGRAPH}+ecn"), "busbw_over_link", "busbw/link", 3)
     summary = {key: c.to_dict() for key, c in out.items()}
     summary["steps_per_case"] = [next((r["steps"] for r in rows if r["case"] == c), None) for c in (CLOS, BIGRAPH)]
     summary["wrong"] = sum(r["wrong"] for r in rows)
@@ -129,8 +151,10 @@ def compare_cases(rows, cases):
 
 
 def run(plan, experiment):
+    marked = f"; '+ecn': ECN at K = {plan.marking[0]} B, ranks on {plan.marking[1]}" if plan.marking else ""
     experiment.header(f"# {NAME}: {plan.size} B {plan.collective}, {plan.trials} paired trials x {plan.iters} "
-                      f"iterations from seed {plan.seed}, links {plan.cases[0].topo.rate:g} Mbit/s, MTU {plan.mtu}",
+                      f"iterations from seed {plan.seed}, links {plan.cases[0].topo.rate:g} Mbit/s, MTU {plan.mtu}"
+                      f"{marked}",
                       *[f"#   {case.label}: {case.topo.describe()}, routing {case.routing}, {case.variant}"
                         for case in plan.cases])
 
@@ -139,17 +163,24 @@ def run(plan, experiment):
         experiment.results.append("ecmp_links.csv",
                                   *[dict(link, case=row["case"], trial=row["trial"]) for link in row["per_link"]])
 
-    forms = [Form(case.label, case.topo, case.routing) for case in plan.cases]
-    rows, _ = run_trials(experiment, forms, trials=plan.trials, seed=plan.seed, measure=measure(plan), mtu=plan.mtu,
-                         check=False, on_row=keep)
-    compared, cmp = compare_cases(rows, plan.cases)
+    rows, _ = run_trials(experiment, plan.forms, trials=plan.trials, seed=plan.seed, measure=measure(plan),
+                         mtu=plan.mtu, check=False, on_row=keep)
+    compared, cmp = compare_cases(rows, plan)
     experiment.about.update(seed=plan.seed, summary=cmp)
     experiment.headline.update(compared["busbw"].headline("busbw/link"))
     experiment.headline.update(compared["collided"].headline("collided steps"))
+    if plan.marking:
+        for case in plan.cases:
+            experiment.headline.update(compared[f"busbw {case.label}"].headline(f"busbw/link with ECN, {case.label}"))
+            experiment.headline.update(compared[f"queue {case.label}"].headline(f"queue with ECN, {case.label}"))
+        experiment.headline.update(compared["busbw ecn"].headline("busbw/link under ECN"))
     steps = ", ".join(f"{case.label} {n}" for case, n in zip(plan.cases, cmp["steps_per_case"]))
     experiment.say(f"\nsummary (paired over trials; mean [95% interval]; steps per {plan.collective}: {steps}):",
                    *[f"  {c.line()}" for c in compared.values()], f"  #wrong over every iteration: {cmp['wrong']}",
                    f"  {cmp['emulator']}")
+    if plan.marking:
+        experiment.say(f"under ECN marking at K = {plan.marking[0]} B, the ranks on {plan.marking[1]}:",
+                       *marking_lines(rows, [form.label for form in plan.forms]))
     first = [r for r in rows if r["trial"] == 0]
     experiment.figure("flows_per_link.png", figures.flows_heatmap,
                       [(f"{r['case']} (trial 0)", r["per_link"], len(r["per_step"])) for r in first],

@@ -42,26 +42,30 @@ its connections on its ports in turn (round-robin, as an RDMA NIC places its que
 under paths, whose planner routes each pair from both ports, so the model knows the port each
 connection leaves by.
 """
+import contextlib
 import json
 import statistics
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from itertools import zip_longest
 from pathlib import Path
 
 from scenarios.common import (
+    add_ecn_comparison_arguments,
     add_fabric_arguments,
     add_scheme_arguments,
     add_seed_argument,
     at_least,
     fabric,
+    marking_of,
     names,
     positive,
     seed_of,
     streams_option,
+    with_marking,
     with_uplinks,
 )
 from testbed.api import HIGH_DSCP, NVLINK_GBIT, PLACEMENTS, PRIORITIES, Draw, Job, TestbedError, place_jobs, workloads
-from testbed.experiments import describe_all, figures, flag
+from testbed.experiments import ADDED, describe_all, figures, flag
 from testbed.experiments.claims import Claim
 from testbed.experiments.job_models import (
     BOND,
@@ -76,7 +80,7 @@ from testbed.experiments.job_models import (
     shared_lines,
     together_model,
 )
-from testbed.experiments.trials import Form, check_line, run_trials
+from testbed.experiments.trials import Form, check_line, marking_lines, run_trials
 
 NAME = "multi_job"
 HELP = "two or more training jobs on one fabric: each one's slowdown, and priorities and job-aware paths against ECMP"
@@ -120,6 +124,7 @@ def add_arguments(parser):
                              "group inside one server is modelled at it (default %(default)s)")
     # every job's connections per peer and the fabric's uplinks; --schemes compares the routings
     add_scheme_arguments(parser, streams=1, uplinks=True)
+    add_ecn_comparison_arguments(parser)
 
 
 @dataclass
@@ -135,6 +140,7 @@ class Plan:
     iters: int
     seed: int
     model_draws: int = 10
+    marking: tuple | None = field(default=None, metadata={ADDED: "--compare-ecn"})   # (K, congestion control)
 
     @property
     def fabrics(self):
@@ -197,7 +203,8 @@ def prepare(args):
     order = sorted(range(len(jobs)), key=lambda k: -intensity[k])
     return Plan(topo, args.mtu, jobs, order, intensity, schemes, args.priority,
                 at_least(args.trials, 2, "--trials", " (an interval needs two)"), at_least(args.iters, 1, "--iters"),
-                seed, at_least(args.model_draws, 2, "--model-draws", " (an interval needs two)"))
+                seed, at_least(args.model_draws, 2, "--model-draws", " (an interval needs two)"),
+                marking_of(args, [topo]))
 
 
 def forms(plan):
@@ -209,7 +216,7 @@ def forms(plan):
             "paths": Form("paths", plan.topo, "planned", flows=ordered),
             "paths-unordered": Form("paths-unordered", plan.topo, "planned", flows=interleaved),
             "cassini": Form("cassini", plan.topo, "ecmp")}
-    return [made[s] for s in plan.schemes]
+    return with_marking([made[s] for s in plan.schemes], plan.marking)
 
 
 def measure(plan, seen):
@@ -221,13 +228,15 @@ def measure(plan, seen):
         draws = lambda: [Draw((plan.seed + trial) * 64 + k, BOND) for k in range(len(plan.jobs))]
         jobs = [replace(job, dscp=HIGH_DSCP) if form.priority and k == plan.order[0] else job
                 for k, job in enumerate(plan.jobs)]
-        if form.label == "ecmp":
+        if form.label in ("ecmp", "ecmp+ecn"):
             for k, job in enumerate(jobs):
                 (row,) = emu.jobs([job], iters=plan.iters, draws=[draws()[k]])
                 model = job_model(plan.topo, job, emu.routing, draws()[k], plan.mtu)[0]
                 yield dict(row, run="alone", job_index=k, model_iteration_s=model and round(compute_s(job) + model, 4))
-        offsets = cassini_offsets(plan.topo, plan.jobs, plan.mtu) if form.label == "cassini" else None
-        rows = emu.jobs(jobs, iters=plan.iters, draws=draws(), capture="together", offsets=offsets)
+        offsets = cassini_offsets(plan.topo, plan.jobs, plan.mtu) if form.label.startswith("cassini") else None
+        with emu.switch_queues() if plan.marking else contextlib.nullcontext() as ports:
+            rows = emu.jobs(jobs, iters=plan.iters, draws=draws(), capture="together", offsets=offsets)
+        rows = [dict(row, **ports.row) for row in rows] if ports else rows
         model = together_model(plan.topo, jobs, emu.routing, draws(), plan.mtu,
                                high={plan.order[0]} if form.priority else ())
         for k, (row, expected) in enumerate(zip(rows, model)):
@@ -258,7 +267,8 @@ def run(plan, experiment):
     rows, checks = run_trials(experiment, forms(plan), trials=plan.trials, seed=plan.seed,
                               measure=measure(plan, seen), mtu=plan.mtu,
                               on_row=lambda row: experiment.row(row, line(row), csv="multi_job.csv"))
-    compared = comparisons(rows, plan.jobs, plan.schemes, plan.trials)
+    labels = [form.label for form in forms(plan)]
+    compared = comparisons(rows, plan.jobs, labels, plan.trials)
     experiment.about["summary"] = [c.to_dict() for c in compared]
     experiment.about["emulator"] = describe_all(rows, lambda r: f"trial {r['trial']} {r['form']} {r['run']} {r['job']}")
     experiment.say("\nsummary (paired over trials; mean [95% interval]):")
@@ -268,8 +278,8 @@ def run(plan, experiment):
         if c.labels[0] == "ecmp":
             figure = c.name.split(",")[0].split(" (")[0].replace("GPU utilisation together", "utilisation")
             experiment.headline.update(c.headline(f"{figure} {c.labels[1]} over ecmp"))
-        elif c.labels[1] == "ecmp":
-            experiment.headline.update(c.headline(c.name.split(" ")[0] + " slowdown under ecmp"))
+        elif c.labels[1] in ("ecmp", "ecmp+ecn"):
+            experiment.headline.update(c.headline(f"{c.name.split(' ')[0]} slowdown under {c.labels[1]}"))
     experiment.say(f"  Crux: {CRUX['slowdown']}; {CRUX['utilisation']}", *scale_lines(plan.seed, plan.model_draws,
                                                                                          plan.mtu))
     model = [r["iteration_s"] / r["model_iteration_s"] for r in rows if r.get("model_iteration_s")]
@@ -281,5 +291,9 @@ def run(plan, experiment):
                    *shared_lines(seen, plan.topo, plan.jobs),
                    f"  #wrong over every iteration: {experiment.wrong}", f"  {experiment.about['emulator']}",
                    f"  {check_line(checks)}")
+    if plan.marking:
+        experiment.say(f"the switch ports in the runs together ('+ecn': ECN at K = {plan.marking[0]} B, the ranks on "
+                       f"{plan.marking[1]}):", *marking_lines([r for r in rows if r["job_index"] == 0 and
+                                                               r["run"] == "together"], labels))
     timeline = [dict(r, series=f"{r['form']} {r['run']} job{r['job_index']}") for r in rows if r["trial"] == 0]
     experiment.figure("iterations.png", figures.job_iterations, timeline, fabric=plan.topo.name)

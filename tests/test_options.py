@@ -192,6 +192,11 @@ BAD = [  # (options, what the one line must say); every scenario's options, buil
     (["fault_localisation", "--topology", "bigraph:1,2", "--second-job"], "the second job needs 4 hosts"),
     (["bigraph_allreduce", "--ecn", "0"], "--ecn must be a positive number of bytes"),
     (["incast", "--ecn", "99999999"], "--ecn 99999999 is at or above the FIFO's limit"),
+    (["ecmp_collisions", "--compare-ecn", "0"], "--compare-ecn"),
+    (["ecmp_collisions", "--compare-ecn", "99999999"], "--compare-ecn 99999999 is at or above the FIFO's limit"),
+    (["ecmp_collisions", "--compare-cc", "cubic"], "give --compare-ecn K"),
+    (["multi_job", "--compare-ecn", "30000", "--compare-cc", "bbr"], "BBR does not act on marks"),
+    (["multi_job", "--compare-ecn", "30000", "--ecn", "30000"], "drop --ecn and --cc"),
 ]
 
 

@@ -27,6 +27,7 @@ from testbed.probes import markers
 from testbed.probes.alphas import Alphas
 from testbed.probes.flows import measure_flows
 from testbed.probes.loads import Observation
+from testbed.probes.queues import SwitchQueues
 from testbed.routing.hashing import Draw, Placer
 from testbed.runs import sweep as sweeps
 from testbed.runs import together
@@ -320,6 +321,11 @@ class Emulated:
                      {t: c["idle_links"] for t, c in seen.tiers.items()}, row["nic_busier_share"],
                      row["mean_queue_bytes"], seen.capture_over_counters, row["measured_over_model"], flag(cpu),
                      seen.links, row, seen.sampler.samples, during[1].means if len(during) > 1 else {})
+
+    def switch_queues(self, interval: float = 0.005) -> SwitchQueues:
+        """``with emu.switch_queues() as seen: <traffic>``; then ``seen.row``: the deepest FIFO over
+        every switch port, the mean of its busy samples, the drops, and the ECN marks (with ecn)."""
+        return SwitchQueues(self.emulation, interval)
 
     def virtual_queue(self, port: str) -> markers.VirtualQueue:
         """``with emu.virtual_queue(port) as vq: <traffic>``; then ``vq.against(FIFO samples, frame)``:

@@ -8,6 +8,7 @@ checks, rows, summary), the headline figures the record and the page keep, the c
 against them, the listing of the files written, and the exit code (1 when an element differed from
 numpy's result, or the scenario says the run failed).
 """
+import dataclasses
 import re
 import time
 
@@ -37,10 +38,15 @@ class Experiment:
         self.started = time.monotonic()
 
     def emulate(self, topo, routing="deterministic", *, hash="same", folder=None, mtu=DEFAULT_MTU, log=None,
-                priority=None, flows=()):
-        """The running fabric (``api.Emulated``), its files in `folder` (default: the run's)."""
+                priority=None, flows=(), ecn=None, congestion_control=None):
+        """The running fabric (``api.Emulated``), its files in `folder` (default: the run's); ecn
+        and congestion_control, where given, in place of the run's settings (a form's own)."""
+        settings = self.settings
+        if ecn or congestion_control:
+            settings = dataclasses.replace(settings, ecn=ecn or settings.ecn,
+                                           congestion_control=congestion_control or settings.congestion_control)
         return api.emulate(topo, routing, hash=hash, folder=folder or self.results.path, mtu=mtu,
-                           log=self.log if log is None else log, settings=self.settings, priority=priority,
+                           log=self.log if log is None else log, settings=settings, priority=priority,
                            flows=flows)
 
     def say(self, *lines, section="summary"):

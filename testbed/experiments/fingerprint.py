@@ -96,9 +96,11 @@ def digest(data):
 
 
 def fields(plan):
-    """The plan's own fields: a dataclass's, or its attributes."""
+    """The plan's own fields: a dataclass's (an added one left out where it holds its default), or
+    its attributes."""
     if dataclasses.is_dataclass(plan):
-        return {f.name: getattr(plan, f.name) for f in dataclasses.fields(plan)}
+        return {f.name: getattr(plan, f.name) for f in dataclasses.fields(plan)
+                if not (f.metadata.get(ADDED) and getattr(plan, f.name) == f.default)}
     return dict(vars(plan))
 
 

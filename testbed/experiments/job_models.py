@@ -195,8 +195,11 @@ def utilisation(rows, jobs, form, trial):
 
 
 def slowdowns(rows, jobs, form, trial):
-    """Each job's iteration together under `form` over alone (ECMP) in one trial, or None."""
-    alone = {r["job_index"]: r["iteration_s"] for r in rows if r["trial"] == trial and r["run"] == "alone"}
+    """Each job's iteration together under `form` over alone (ECMP, with marking where the form
+    has it) in one trial, or None."""
+    base = "ecmp+ecn" if form.endswith("+ecn") else "ecmp"
+    alone = {r["job_index"]: r["iteration_s"] for r in rows if r["trial"] == trial and r["run"] == "alone"
+             and r.get("form", base) == base}
     together = {r["job_index"]: r["iteration_s"] for r in rows
                 if r["trial"] == trial and r["form"] == form and r["run"] == "together"}
     if len(alone) < len(jobs) or len(together) < len(jobs):
@@ -224,11 +227,14 @@ def cassini_offsets(topo, jobs, mtu):
 
 def comparisons(rows, jobs, schemes, trials):
     """Each job's slowdown under each scheme, and each scheme against ECMP: utilisation (Crux's
-    figure), the fairness of the jobs' slowdowns and the worst job's slowdown."""
+    figure), the fairness of the jobs' slowdowns and the worst job's slowdown. A scheme under ECN
+    marking ('+ecn') takes its slowdowns against the job alone under marking."""
     out = []
     for k, job in enumerate(jobs):
-        alone = [dict(r, form="alone") for r in rows if r["job_index"] == k and r["run"] == "alone"]
         for scheme in schemes:
+            base = "ecmp+ecn" if scheme.endswith("+ecn") else "ecmp"
+            alone = [dict(r, form="alone") for r in rows if r["job_index"] == k and r["run"] == "alone"
+                     and r["form"] == base]
             together = [r for r in rows if r["job_index"] == k and r["run"] == "together" and r["form"] == scheme]
             out.append(compare(alone + together, ("alone", scheme), "iteration_s",
                                f"{job.name} iteration, alone against together ({scheme})", 3))

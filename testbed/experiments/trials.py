@@ -5,8 +5,9 @@ compared between two forms trial by trial (``report.paired``), and measured agai
 model per trial."""
 import statistics
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from testbed.experiments.fingerprint import ADDED
 from testbed.report.paired import Comparison, trial_order
 from testbed.routing.hashing import Draw
 
@@ -14,13 +15,16 @@ from testbed.routing.hashing import Draw
 @dataclass(frozen=True)
 class Form:
     """One form an experiment compares: its label, fabric and routing (with the planned mode's
-    flows), and its switch ports' traffic classes (None: one FIFO)."""
+    flows), its switch ports' traffic classes (None: one FIFO), and its ECN marking threshold K
+    with the ranks' congestion control under it (None: the run's settings)."""
     label: str
     topo: object
     routing: str = "ecmp"
     hash: str = "same"
     priority: str | None = None
     flows: tuple = ()
+    ecn: int | None = field(default=None, metadata={ADDED: "--compare-ecn"})
+    congestion_control: str | None = field(default=None, metadata={ADDED: "--compare-cc"})
 
 
 def run_trials(experiment, forms, *, trials, seed, measure, mtu, bond="hash", check=True, on_row=None, log=None):
@@ -58,7 +62,8 @@ def run_once(experiment, forms, *, measure, mtu, check=True, on_row=None, log=No
 def _measured(experiment, form, folder, mtu, check, checks, log, measure, *args):
     """The rows measure(emu, *args) gives on a fabric built for the form, checked once per form."""
     with experiment.emulate(form.topo, form.routing, hash=form.hash, folder=folder, mtu=mtu,
-                            priority=form.priority, flows=form.flows, log=log) as emu:
+                            priority=form.priority, flows=form.flows, log=log, ecn=form.ecn,
+                            congestion_control=form.congestion_control) as emu:
         if check and form.label not in checks:
             checks[form.label] = experiment.check(emu.check(), form.label)
         yield from measure(emu, *args)
@@ -110,4 +115,21 @@ def model_lines(rows, labels, name=lambda row: ""):
     total = sum(r.get("connections", 0) for r in rows if "as_placed" in r)
     if total:
         lines.append(f"  paths as the model hashes them: {placed} of {total} connections over every trial")
+    return lines
+
+
+def marking_lines(rows, labels):
+    """Per form, the switch ports' figures (``Emulated.switch_queues``) of its rows, means over
+    them: the deepest queue, drops and ECN marks."""
+    lines = []
+    for label in labels:
+        mine = [r for r in rows if r["form"] == label and "queue_max_bytes" in r]
+        if not mine:
+            continue
+        mean = {key: statistics.mean(r[key] for r in mine)
+                for key in ("queue_max_bytes", "queue_busy_mean_bytes", "fabric_drops", "marked", "ect")}
+        lines.append(f"  {label}: deepest queue {mean['queue_max_bytes'] / 1e3:.1f} KB at most, "
+                     f"{mean['queue_busy_mean_bytes'] / 1e3:.1f} KB while busy; drops {mean['fabric_drops']:.0f}, "
+                     f"marked {mean['marked']:.0f} of {mean['ect']:.0f} ECN-capable packets "
+                     f"(means of {len(mine)} runs)")
     return lines

@@ -5,6 +5,7 @@ import threading
 import time
 
 from testbed.emulation import shaping
+from testbed.topology import interface
 
 
 class QueueSampler:
@@ -65,3 +66,41 @@ class QueueSampler:
         series = self.samples[ifname]
         i = bisect.bisect_right(series, t, key=lambda s: s[0])
         return series[i - 1][2] if i else 0
+
+
+class SwitchQueues:
+    """with SwitchQueues(emulation) as seen: <traffic>; then seen.row: every switch port's FIFO
+    sampled every `interval` s and its ECN counters read before and after (with marking on): the
+    deepest backlog, the mean of each busy sample's deepest (a sample in which some port held
+    packets), the drops and the marks over all ports."""
+
+    def __init__(self, emulation, interval=0.005):
+        self.emulation = emulation
+        topo = emulation.topo
+        ports = [interface(node, port) for link in topo.links for node, port in link.ends()
+                 if node in topo.switches and emulation.here(node)]
+        self.sampler = QueueSampler(ports, interval, netns=emulation.port_netns)
+        self.row = {}
+
+    def _marks(self):
+        totals = {"marked": 0, "ect": 0}
+        for classes in self.emulation.ecn_counts().values():
+            for counts in classes.values():
+                for key in totals:
+                    totals[key] += counts.get(key, 0)
+        return totals
+
+    def __enter__(self):
+        self._before = self._marks()
+        self.sampler.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        self.sampler.__exit__(*exc)
+        after, series = self._marks(), list(self.sampler.samples.values())
+        deepest = [max(s[2] for s in at) for at in zip(*series)] if series else []
+        busy = [b for b in deepest if b > 0]
+        self.row = {"queue_max_bytes": max(deepest, default=0),
+                    "queue_busy_mean_bytes": round(sum(busy) / len(busy)) if busy else 0,
+                    "fabric_drops": sum(s[-1][3] for s in series if s),
+                    **{key: after[key] - self._before[key] for key in after}}

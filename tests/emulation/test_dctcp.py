@@ -32,7 +32,8 @@ def run(tmp_path_factory):
 
     with testbed.emulate(testbed.fabric("leafspine:2,2,2"), folder=folder, ecn=K, congestion_control="dctcp") as emu:
         registered = dctcp.registered()
-        flows = emu.flows([("h0", "h2"), ("h1", "h2")], seconds=4)
+        with emu.switch_queues() as ports:
+            flows = emu.flows([("h0", "h2"), ("h1", "h2")], seconds=4)
         marks = emu.emulation.ecn_counts()
         sampler = threading.Thread(target=sample)
         sampler.start()
@@ -42,7 +43,7 @@ def run(tmp_path_factory):
             stop.set()
             sampler.join()
         ranks = {h: emu.topo.hosts[h].ports[0].ip for h in emu.topo.hosts}
-    return {"registered": registered, "flows": flows, "marks": marks, "sweep": sweep, "rank_alphas": seen,
+    return {"registered": registered, "flows": flows, "marks": marks, "ports": ports.row, "sweep": sweep, "rank_alphas": seen,
             "ips": ranks}
 
 
@@ -52,6 +53,12 @@ def test_the_run_registers_dctcp_and_its_flows_keep_an_alpha_each(run):
     assert set(alphas) == {f"{run['ips']['h0']}->{run['ips']['h2']}", f"{run['ips']['h1']}->{run['ips']['h2']}"}
     assert all(0 < a <= 1 for a in alphas.values()), alphas     # two flows into one port: it marks
     assert sum(c["rest"]["marked"] for c in run["marks"].values()) > 0
+
+
+def test_the_switch_ports_figures_count_the_flows_marks_and_queue(run):
+    ports, marked = run["ports"], sum(c["rest"]["marked"] for c in run["marks"].values())
+    assert 0 < ports["marked"] <= marked and ports["marked"] <= ports["ect"], ports
+    assert 0 < ports["queue_busy_mean_bytes"] <= ports["queue_max_bytes"], ports
 
 
 def test_an_allreduce_over_dctcp_is_right_and_its_connections_run_dctcp(run):
