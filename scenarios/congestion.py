@@ -9,11 +9,12 @@ run the project's own (emulation.dctcp). Each trial measures drop-tail (CUBIC) a
 senders) in turn (in alternating order, so that drift falls on all) on the same fabric and senders:
 the bottleneck port's queue (its FIFO's backlog, sampled every 2 ms, the first second of each flow
 left out), the flows' goodput over the port's rate, the FIFO's drops, the marks it set and DCTCP's
-alpha per sender. Then incast, as a parameter server or a gather meets it: k senders (from the other
-switches) send a message each to one receiver at once, for each fan-in k, under drop-tail, ECN at
-the smallest K with CUBIC senders, and DCTCP at that K, paired by trial: the last hop's deepest
-queue, its drops, the senders' retransmission timeouts and the completion time against k messages
-at the link's rate.
+alpha per sender. HULL (NSDI 2012) is DCTCP at the smallest K whose marker's queue is a phantom
+one, drained at --phantom of the rate: it marks before the real queue builds.
+Then incast, as a parameter server or a gather meets it: k senders (from the other switches) send a
+message each to one receiver at once, for each fan-in k, under drop-tail, ECN at the smallest K with
+CUBIC senders, and DCTCP at that K, paired by trial: the last hop's deepest queue, its drops, the
+senders' retransmission timeouts and the completion time against k messages at the link's rate.
 """
 import contextlib
 import statistics
@@ -33,11 +34,16 @@ CLAIMS = (Claim("ECN marking at the smallest K holds the port's queue far below 
           Claim("DCTCP holds the queue near K (within 2x) at the largest K", "DCTCP queue over K at the largest K",
                 at_least=0.5, at_most=2.0),
           Claim("at full goodput (>= 0.9 of drop-tail's)", "DCTCP goodput at the largest K over drop-tail",
+                at_least=0.9),
+          Claim("HULL's phantom queue holds the real queue at most half DCTCP's at the same K",
+                "HULL queue over DCTCP's at the smallest K", at_most=0.5),
+          Claim("for a few percent of the rate (HULL: goodput >= 0.9 of drop-tail's)", "HULL goodput over drop-tail",
                 at_least=0.9))
 SMOKE = ("--thresholds", "90000", "--trials", "2", "--seconds", "3", "--fanin", "4")
 DROP_TAIL = "drop-tail"
 WARM_S = 1.0                 # each flow's first second (slow start) is left out of the queue figures
 BASE = "cubic"               # drop-tail's senders, and the ranks' congestion control
+HULL = "hull"                # a setting's senders: DCTCP's, the marker's queue a phantom one
 
 
 def add_arguments(parser):
@@ -56,6 +62,9 @@ def add_arguments(parser):
                         help="incast's sender counts, comma-separated; 0: no incast part (default %(default)s)")
     parser.add_argument("--bytes", type=int, default=256 * 1024,
                         help="incast's message per sender, bytes (default %(default)s)")
+    parser.add_argument("--phantom", type=float, default=0.95,
+                        help="HULL: a phantom queue drained at this fraction of the link's rate marks at the smallest "
+                             "K, DCTCP senders; 0: no HULL setting (default %(default)s)")
 
 
 @dataclass
@@ -70,6 +79,7 @@ class Plan:
     trials: int
     fanins: list
     size: int
+    phantom: float
 
     @property
     def fabrics(self):
@@ -78,7 +88,8 @@ class Plan:
     @property
     def settings(self):
         """(K, the senders' congestion control), drop-tail's K None."""
-        return [(None, BASE)] + [(k, cc) for k in self.thresholds for cc in self.controls]
+        hull = [(self.thresholds[0], HULL)] if self.phantom else []
+        return [(None, BASE)] + [(k, cc) for k in self.thresholds for cc in self.controls] + hull
 
     @property
     def incast_settings(self):
@@ -109,20 +120,25 @@ def prepare(args):
     if fanins and max(fanins) > len(topo.hosts) - 2:      # the receiver and the probes' host are not senders
         raise TestbedError(f"--fanin {max(fanins)}: {topo.name} has {len(topo.hosts) - 2} possible senders: give "
                            f"less, or a topology with more hosts")
+    if args.phantom and not 0.5 <= args.phantom < 1:
+        raise TestbedError(f"--phantom must be 0 (no HULL) or between 0.5 and 1 (got {args.phantom:g}): e.g. 0.95")
+    if args.phantom:
+        check_congestion_control("dctcp", "--phantom (HULL's senders)")
     return Plan(topo, args.mtu, receiver.host, local[:senders], thresholds, controls, args.seconds,
-                at_least(args.trials, 2, "--trials"), fanins, at_least(args.bytes, 1, "--bytes"))
+                at_least(args.trials, 2, "--trials"), fanins, at_least(args.bytes, 1, "--bytes"), args.phantom)
 
 
 def label(k, cc=BASE):
-    return DROP_TAIL if k is None else f"DCTCP K={k}" if cc == "dctcp" else f"ECN K={k} {cc}"
+    return (DROP_TAIL if k is None else f"DCTCP K={k}" if cc == "dctcp" else f"HULL K={k}" if cc == HULL
+            else f"ECN K={k} {cc}")
 
 
 def measure(emu, plan, k, cc, trial, port):
     """One measurement at threshold k (None: drop-tail) with senders cc: the row of its figures."""
-    emu.emulation.set_ecn(k)
-    with emu.virtual_queue(port) if k else contextlib.nullcontext() as marker:
+    emu.emulation.set_ecn(k, plan.phantom if cc == HULL else 1.0)
+    with emu.virtual_queue(port) if k and cc != HULL else contextlib.nullcontext() as marker:
         flows = emu.flows([(s, plan.receiver) for s in plan.senders], seconds=plan.seconds,
-                          name=f"trial{trial}-{k}-{cc}", congestion_control=cc)
+                          name=f"trial{trial}-{k}-{cc}", congestion_control="dctcp" if cc == HULL else cc)
     samples = flows.queue_samples[port]
     steady = [s for s in samples if s[0] >= samples[0][0] + WARM_S] or samples
     tracking = marker.against(steady, plan.mtu + 14) if marker else {}
@@ -231,7 +247,7 @@ def summary(plan, experiment, rows):
                 experiment.headline[f"{name} with ECN at the smallest K over drop-tail"] = ratio
             if (k, cc) == (plan.thresholds[-1], "dctcp") and name == "goodput":
                 experiment.headline["DCTCP goodput at the largest K over drop-tail"] = ratio
-        gaps = [rows[(t, k, cc)]["marker_vs_fifo_median_frames"] for t in trials]
+        gaps = [rows[(t, k, cc)].get("marker_vs_fifo_median_frames") for t in trials]
         if None not in gaps:
             experiment.say(f"  {label(k, cc)}: the marker's virtual queue against the FIFO: median |difference| "
                            f"{statistics.mean(gaps):.2f} frames (p95 "
@@ -245,6 +261,15 @@ def summary(plan, experiment, rows):
             experiment.headline["DCTCP queue over K at the largest K"] = round(held / k, 3)
     if tracked:
         experiment.headline["marker vs FIFO median |difference| (frames), largest"] = round(max(tracked), 2)
+    if plan.phantom and "dctcp" in plan.controls:
+        hull, dctcp = (plan.thresholds[0], HULL), (plan.thresholds[0], "dctcp")
+        experiment.say(f"HULL (a phantom queue at {plan.phantom:g} of the rate) against DCTCP at K={hull[0]}:")
+        for shown, key, scale in (("queue (KB)", "queue_median_bytes", 1e3), ("goodput", "goodput_over_link", 1)):
+            experiment.say(f"  {compare(shown, dctcp, hull, key, scale).line()}")
+        experiment.headline["HULL queue over DCTCP's at the smallest K"] = round(
+            mean(hull, "queue_median_bytes") / mean(dctcp, "queue_median_bytes"), 3)
+        experiment.headline["HULL goodput over drop-tail"] = round(
+            mean(hull, "goodput_over_link") / mean(drop_tail, "goodput_over_link"), 3)
     if "dctcp" in plan.controls and len(plan.controls) > 1:
         experiment.say("DCTCP against the other senders at each K:")
         for k in plan.thresholds:
@@ -256,7 +281,7 @@ def summary(plan, experiment, rows):
         figure = label(*setting)
         experiment.headline[f"{figure} queue median (KB)"] = round(mean(setting, "queue_median_bytes") / 1e3, 1)
         experiment.headline[f"{label(*setting)} goodput/link"] = round(mean(setting, "goodput_over_link"), 3)
-        if setting[1] == "dctcp":
+        if setting[1] in ("dctcp", HULL):
             experiment.headline[f"{label(*setting)} alpha"] = round(mean(setting, "alpha_mean"), 3)
     bottleneck = any(r.get("emulator_bottleneck") for r in rows.values())
     experiment.say(f"  emulator: {'WAS' if bottleneck else 'was not'} the bottleneck",

@@ -275,9 +275,9 @@ def run(plan, experiment):
     for c in compared:
         experiment.say(f"  {c.line()}")
         experiment.results.append("multi_job_summary.csv", {"figure": c.name, **c.row(c.labels)})
-        if c.labels[0] == "ecmp":
+        if c.labels[0] in ("ecmp", "ecmp+ecn"):
             figure = c.name.split(",")[0].split(" (")[0].replace("GPU utilisation together", "utilisation")
-            experiment.headline.update(c.headline(f"{figure} {c.labels[1]} over ecmp"))
+            experiment.headline.update(c.headline(f"{figure} {c.labels[1]} over {c.labels[0]}"))
         elif c.labels[1] in ("ecmp", "ecmp+ecn"):
             experiment.headline.update(c.headline(f"{c.name.split(' ')[0]} slowdown under {c.labels[1]}"))
     experiment.say(f"  Crux: {CRUX['slowdown']}; {CRUX['utilisation']}", *scale_lines(plan.seed, plan.model_draws,

@@ -60,3 +60,17 @@ def test_the_ports_figures_are_shown_per_form():
     rows = [dict(port, form="a+ecn"), dict(port, form="a+ecn", marked=30), {"form": "b"}]
     (line,) = marking_lines(rows, ["a", "a+ecn", "b"])
     assert line.startswith("  a+ecn: deepest queue 90.0 KB") and "marked 20 of 100" in line
+
+
+def test_a_scheme_under_marking_has_its_marks_compared_with_ecmp_under_marking():
+    plan = multi_job.prepare(args_of("multi_job", "--seed", "2", "--schemes", "ecmp,cassini", "--compare-ecn",
+                                     "30000"))
+    labels = [f.label for f in multi_job.forms(plan)]
+    assert labels == ["ecmp", "ecmp+ecn", "cassini", "cassini+ecn"]
+    rows = rows_of(3, {(f, run, k): 1.0 for f in labels for run in ("alone", "together") for k in (0, 1)
+                       if run == "together" or f in ("ecmp", "ecmp+ecn")})
+    for r in rows:
+        if r["run"] == "together" and r["form"].endswith("+ecn"):
+            r["marked"] = 300 if r["form"] == "ecmp+ecn" else 10
+    (marks,) = [c for c in job_models.comparisons(rows, plan.jobs, labels, 3) if c.name.startswith("ECN marks")]
+    assert marks.labels == ("ecmp+ecn", "cassini+ecn") and (marks.a.mean, marks.b.mean) == (300, 10)

@@ -193,6 +193,7 @@ BAD = [  # (options, what the one line must say); every scenario's options, buil
     (["bigraph_allreduce", "--ecn", "0"], "--ecn must be a positive number of bytes"),
     (["incast", "--ecn", "99999999"], "--ecn 99999999 is at or above the FIFO's limit"),
     (["ecmp_collisions", "--compare-ecn", "0"], "--compare-ecn"),
+    (["congestion", "--phantom", "0.3"], "--phantom must be 0 (no HULL) or between 0.5 and 1"),
     (["ecmp_collisions", "--compare-ecn", "99999999"], "--compare-ecn 99999999 is at or above the FIFO's limit"),
     (["ecmp_collisions", "--compare-cc", "cubic"], "give --compare-ecn K"),
     (["multi_job", "--compare-ecn", "30000", "--compare-cc", "bbr"], "BBR does not act on marks"),

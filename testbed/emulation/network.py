@@ -444,22 +444,27 @@ class Emulation:
         if self.ecn:
             self._mark_ports(self.ecn)
 
-    def _mark_ports(self, k):
-        """The ECN marker at threshold k on every switch port (emulation.ecn), or none where k is None."""
+    def _mark_ports(self, k, drain=1.0):
+        """The ECN marker at threshold k on every switch port (emulation.ecn), its virtual queue
+        drained at `drain` times the link's rate, or none where k is None."""
         for pid, ports in self._switch_ports_by_namespace().items():
             for intf, link in ports:
                 ecn_marking.detach(pid, intf)
                 if k:
                     limit = ecn_marking.fifo_limit(link.queue, self.mtu)
-                    ecn_marking.attach(pid, intf, ecn_marking.build(round(link.rate * 1e6), k, limit,
+                    ecn_marking.attach(pid, intf, ecn_marking.build(round(link.rate * 1e6 * drain), k, limit,
                                                                     str(self.run_dir / "ecn")))
 
-    def set_ecn(self, k):
+    def set_ecn(self, k, drain=1.0):
         """From now on every switch port marks above k bytes (None: drop-tail only), and new TCP
-        connections from the hosts ask for ECN where it marks; marks are counted afresh."""
+        connections from the hosts ask for ECN where it marks; marks are counted afresh. drain:
+        the marker's virtual queue drains at this fraction of the link's rate; below 1, HULL's
+        phantom queue (NSDI 2012), which marks before the real queue builds."""
         if k:
             ecn_marking.check(k, min(link.queue for link in self.topo.links), self.mtu)
-        self._mark_ports(k)
+        if not 0.5 <= drain <= 1.0:
+            raise TestbedError(f"a phantom queue drains at 0.5 to 1 times the link's rate (got {drain})")
+        self._mark_ports(k, drain)
         self.ecn = k
         self._ask_for_ecn()
 

@@ -247,6 +247,11 @@ def comparisons(rows, jobs, schemes, trials):
         out.append(compare(pairs, ("ecmp", scheme), "fairness",
                            f"fairness of the slowdowns (Jain), {scheme} against ecmp", 3, by="difference"))
         out.append(compare(pairs, ("ecmp", scheme), "worst", f"worst job's slowdown, {scheme} against ecmp", 3))
+    # under marking, the switch ports' marks in the runs together (the same on every job's row)
+    marked = [r for r in rows if r["run"] == "together" and r["job_index"] == 0 and "marked" in r]
+    for scheme in [s for s in schemes if s.endswith("+ecn") and s != "ecmp+ecn"]:
+        out.append(compare(marked, ("ecmp+ecn", scheme), "marked", f"ECN marks together, {scheme} against ecmp+ecn",
+                           0))
     return out
 
 

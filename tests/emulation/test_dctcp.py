@@ -43,8 +43,8 @@ def run(tmp_path_factory):
             stop.set()
             sampler.join()
         ranks = {h: emu.topo.hosts[h].ports[0].ip for h in emu.topo.hosts}
-    return {"registered": registered, "flows": flows, "marks": marks, "ports": ports.row, "sweep": sweep, "rank_alphas": seen,
-            "ips": ranks}
+    return {"registered": registered, "flows": flows, "marks": marks, "ports": ports.row, "sweep": sweep,
+            "rank_alphas": seen, "ips": ranks}
 
 
 def test_the_run_registers_dctcp_and_its_flows_keep_an_alpha_each(run):
