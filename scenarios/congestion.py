@@ -9,8 +9,9 @@ run the project's own (emulation.dctcp). Each trial measures drop-tail (CUBIC) a
 senders) in turn (in alternating order, so that drift falls on all) on the same fabric and senders:
 the bottleneck port's queue (its FIFO's backlog, sampled every 2 ms, the first second of each flow
 left out), the flows' goodput over the port's rate, the FIFO's drops, the marks it set and DCTCP's
-alpha per sender. HULL (NSDI 2012) is DCTCP at the smallest K whose marker's queue is a phantom
-one, drained at --phantom of the rate: it marks before the real queue builds.
+alpha per sender. HULL (NSDI 2012) is DCTCP at the largest K whose marker's queue is a phantom
+one, drained at --phantom of the rate: it marks before the real queue builds (at the smallest K
+DCTCP sits at its least window already).
 Then incast, as a parameter server or a gather meets it: k senders (from the other switches) send a
 message each to one receiver at once, for each fan-in k, under drop-tail, ECN at the smallest K with
 CUBIC senders, and DCTCP at that K, paired by trial: the last hop's deepest queue, its drops, the
@@ -36,7 +37,7 @@ CLAIMS = (Claim("ECN marking at the smallest K holds the port's queue far below 
           Claim("at full goodput (>= 0.9 of drop-tail's)", "DCTCP goodput at the largest K over drop-tail",
                 at_least=0.9),
           Claim("HULL's phantom queue holds the real queue at most half DCTCP's at the same K",
-                "HULL queue over DCTCP's at the smallest K", at_most=0.5),
+                "HULL queue over DCTCP's at the largest K", at_most=0.5),
           Claim("for a few percent of the rate (HULL: goodput >= 0.9 of drop-tail's)", "HULL goodput over drop-tail",
                 at_least=0.9))
 SMOKE = ("--thresholds", "90000", "--trials", "2", "--seconds", "3", "--fanin", "4")
@@ -63,7 +64,7 @@ def add_arguments(parser):
     parser.add_argument("--bytes", type=int, default=256 * 1024,
                         help="incast's message per sender, bytes (default %(default)s)")
     parser.add_argument("--phantom", type=float, default=0.95,
-                        help="HULL: a phantom queue drained at this fraction of the link's rate marks at the smallest "
+                        help="HULL: a phantom queue drained at this fraction of the link's rate marks at the largest "
                              "K, DCTCP senders; 0: no HULL setting (default %(default)s)")
 
 
@@ -80,6 +81,7 @@ class Plan:
     fanins: list
     size: int
     phantom: float
+    hull: int | None         # the K HULL's phantom queue marks at: the largest
 
     @property
     def fabrics(self):
@@ -88,7 +90,7 @@ class Plan:
     @property
     def settings(self):
         """(K, the senders' congestion control), drop-tail's K None."""
-        hull = [(self.thresholds[0], HULL)] if self.phantom else []
+        hull = [(self.hull, HULL)] if self.hull else []
         return [(None, BASE)] + [(k, cc) for k in self.thresholds for cc in self.controls] + hull
 
     @property
@@ -125,7 +127,8 @@ def prepare(args):
     if args.phantom:
         check_congestion_control("dctcp", "--phantom (HULL's senders)")
     return Plan(topo, args.mtu, receiver.host, local[:senders], thresholds, controls, args.seconds,
-                at_least(args.trials, 2, "--trials"), fanins, at_least(args.bytes, 1, "--bytes"), args.phantom)
+                at_least(args.trials, 2, "--trials"), fanins, at_least(args.bytes, 1, "--bytes"), args.phantom,
+                thresholds[-1] if args.phantom else None)
 
 
 def label(k, cc=BASE):
@@ -261,12 +264,12 @@ def summary(plan, experiment, rows):
             experiment.headline["DCTCP queue over K at the largest K"] = round(held / k, 3)
     if tracked:
         experiment.headline["marker vs FIFO median |difference| (frames), largest"] = round(max(tracked), 2)
-    if plan.phantom and "dctcp" in plan.controls:
-        hull, dctcp = (plan.thresholds[0], HULL), (plan.thresholds[0], "dctcp")
+    if plan.hull and "dctcp" in plan.controls:
+        hull, dctcp = (plan.hull, HULL), (plan.hull, "dctcp")
         experiment.say(f"HULL (a phantom queue at {plan.phantom:g} of the rate) against DCTCP at K={hull[0]}:")
         for shown, key, scale in (("queue (KB)", "queue_median_bytes", 1e3), ("goodput", "goodput_over_link", 1)):
             experiment.say(f"  {compare(shown, dctcp, hull, key, scale).line()}")
-        experiment.headline["HULL queue over DCTCP's at the smallest K"] = round(
+        experiment.headline["HULL queue over DCTCP's at the largest K"] = round(
             mean(hull, "queue_median_bytes") / mean(dctcp, "queue_median_bytes"), 3)
         experiment.headline["HULL goodput over drop-tail"] = round(
             mean(hull, "goodput_over_link") / mean(drop_tail, "goodput_over_link"), 3)
