@@ -40,7 +40,8 @@ CLAIMS = (Claim("ECN marking at the smallest K holds the port's queue far below 
                 "HULL queue over DCTCP's at the largest K", at_most=0.5),
           Claim("for a few percent of the rate (HULL: goodput >= 0.9 of drop-tail's)", "HULL goodput over drop-tail",
                 at_least=0.9))
-SMOKE = ("--thresholds", "90000", "--trials", "2", "--seconds", "3", "--fanin", "4")
+SMOKE = ("--topology", "leafspine:2,2,5", "--rate", "10", "--mtu", "1500", "--thresholds", "45000", "--trials", "2",
+         "--seconds", "3", "--fanin", "4")
 DROP_TAIL = "drop-tail"
 WARM_S = 1.0                 # each flow's first second (slow start) is left out of the queue figures
 BASE = "cubic"               # drop-tail's senders, and the ranks' congestion control
