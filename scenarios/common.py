@@ -28,6 +28,7 @@ from testbed.api import (
     routing,
 )
 from testbed.experiments import sweep
+from testbed.experiments.trials import MARKED
 
 ROUTINGS = ("ecmp", "pinned", "planned")
 MARKED_CONTROLS = ("dctcp", "cubic", "reno")      # congestion controls that act on ECN's marks
@@ -255,5 +256,5 @@ def with_marking(forms, marking):
     if marking is None:
         return list(forms)
     k, cc = marking
-    return [f for form in forms for f in (form, replace(form, label=f"{form.label}+ecn", ecn=k,
+    return [f for form in forms for f in (form, replace(form, label=form.label + MARKED, ecn=k,
                                                          congestion_control=cc))]

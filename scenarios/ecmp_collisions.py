@@ -30,7 +30,7 @@ from scenarios.common import (
 from testbed.api import ELEMENT_BYTES, TestbedError, place
 from testbed.experiments import ADDED, check_sweep, describe_all, figures, trial_line
 from testbed.experiments.claims import Claim
-from testbed.experiments.trials import Form, compare, marking_lines, run_trials
+from testbed.experiments.trials import MARKED, Form, compare, marking_lines, run_trials
 
 NAME = "ecmp_collisions"
 HELP = "HD on a Clos with ECMP against HDRM on BiGraph with deterministic routes: collisions per step, busbw"
@@ -91,7 +91,7 @@ class Plan:
         return with_marking([Form(case.label, case.topo, case.routing) for case in self.cases], self.marking)
 
     def case(self, label):
-        return next(c for c in self.cases if label in (c.label, f"{c.label}+ecn"))
+        return next(c for c in self.cases if label in (c.label, c.label + MARKED))
 
 
 def prepare(args):
@@ -138,10 +138,10 @@ def compare_cases(rows, plan):
            "collided": compare(rows, (CLOS, BIGRAPH), "collided_steps", "collided steps", 1, by="difference")}
     if plan.marking:
         for label in (CLOS, BIGRAPH):
-            out[f"busbw {label}"] = compare(rows, (label, f"{label}+ecn"), "busbw_over_link", "busbw/link", 3)
-            out[f"queue {label}"] = compare(rows, (label, f"{label}+ecn"), "queue_busy_mean_bytes",
+            out[f"busbw {label}"] = compare(rows, (label, label + MARKED), "busbw_over_link", "busbw/link", 3)
+            out[f"queue {label}"] = compare(rows, (label, label + MARKED), "queue_busy_mean_bytes",
                                             "deepest queue while busy (B)", 0)
-        out["busbw ecn"] = compare(rows, (f"{CLOS}+ecn", f"{BIGRAPH}+ecn"), "busbw_over_link", "busbw/link", 3)
+        out["busbw ecn"] = compare(rows, (CLOS + MARKED, BIGRAPH + MARKED), "busbw_over_link", "busbw/link", 3)
     summary = {key: c.to_dict() for key, c in out.items()}
     summary["steps_per_case"] = [next((r["steps"] for r in rows if r["case"] == c), None) for c in (CLOS, BIGRAPH)]
     summary["wrong"] = sum(r["wrong"] for r in rows)

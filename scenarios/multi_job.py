@@ -70,6 +70,7 @@ from testbed.experiments.claims import Claim
 from testbed.experiments.job_models import (
     BOND,
     SCALEUP,
+    alone_form,
     cassini_offsets,
     comparisons,
     compute_s,
@@ -223,12 +224,11 @@ def measure(plan, seen):
     """One scheme's runs in one trial: with ECMP each job alone first, then every scheme all the
     jobs together; rows per job and run, with the model's iteration beside each."""
     def one(emu, form, draw, trial, folder):
-        # a Draw hands out its ports in turn: every run and every model takes fresh ones, so that a
-        # job has the same 5-tuples alone, together and in the model
+        # a Draw hands out ports in turn: a fresh one per run and model keeps a job's 5-tuples alike
         draws = lambda: [Draw((plan.seed + trial) * 64 + k, BOND) for k in range(len(plan.jobs))]
         jobs = [replace(job, dscp=HIGH_DSCP) if form.priority and k == plan.order[0] else job
                 for k, job in enumerate(plan.jobs)]
-        if form.label in ("ecmp", "ecmp+ecn"):
+        if form.label == alone_form(form.label):
             for k, job in enumerate(jobs):
                 (row,) = emu.jobs([job], iters=plan.iters, draws=[draws()[k]])
                 model = job_model(plan.topo, job, emu.routing, draws()[k], plan.mtu)[0]
@@ -275,10 +275,10 @@ def run(plan, experiment):
     for c in compared:
         experiment.say(f"  {c.line()}")
         experiment.results.append("multi_job_summary.csv", {"figure": c.name, **c.row(c.labels)})
-        if c.labels[0] in ("ecmp", "ecmp+ecn"):
+        if c.labels[0] == alone_form(c.labels[0]):
             figure = c.name.split(",")[0].split(" (")[0].replace("GPU utilisation together", "utilisation")
             experiment.headline.update(c.headline(f"{figure} {c.labels[1]} over {c.labels[0]}"))
-        elif c.labels[1] in ("ecmp", "ecmp+ecn"):
+        elif c.labels[1] == alone_form(c.labels[1]):
             experiment.headline.update(c.headline(f"{c.name.split(' ')[0]} slowdown under {c.labels[1]}"))
     experiment.say(f"  Crux: {CRUX['slowdown']}; {CRUX['utilisation']}", *scale_lines(plan.seed, plan.model_draws,
                                                                                          plan.mtu))

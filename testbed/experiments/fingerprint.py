@@ -69,13 +69,11 @@ def canonical(value, _seen=()):
         return sorted((canonical(v, seen) for v in value), key=lambda v: json.dumps(v, sort_keys=True))
     if callable(value) and hasattr(value, "__qualname__"):
         return f"{getattr(value, '__module__', '')}.{value.__qualname__}"
-    fields = ({f.name: getattr(value, f.name) for f in dataclasses.fields(value)
-               if not (f.metadata.get(ADDED) and getattr(value, f.name) == f.default)}
-              if dataclasses.is_dataclass(value) else vars(value) if hasattr(value, "__dict__") else None)
-    if fields is None:
+    own = fields(value) if dataclasses.is_dataclass(value) or hasattr(value, "__dict__") else None
+    if own is None:
         return repr(value)
     return {"class": type(value).__name__,
-            **{k: canonical(v, seen) for k, v in sorted(fields.items()) if k not in LEFT_OUT and not k.startswith("_")}}
+            **{k: canonical(v, seen) for k, v in sorted(own.items()) if k not in LEFT_OUT and not k.startswith("_")}}
 
 
 def file_data(path):
@@ -96,8 +94,8 @@ def digest(data):
 
 
 def fields(plan):
-    """The plan's own fields: a dataclass's (an added one left out where it holds its default), or
-    its attributes."""
+    """A plan's (or any value's) own fields: a dataclass's (an added one left out where it holds
+    its default), or its attributes."""
     if dataclasses.is_dataclass(plan):
         return {f.name: getattr(plan, f.name) for f in dataclasses.fields(plan)
                 if not (f.metadata.get(ADDED) and getattr(plan, f.name) == f.default)}

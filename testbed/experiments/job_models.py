@@ -13,7 +13,7 @@ from testbed.collectives.data import ELEMENT_BYTES
 from testbed.collectives.parallelism import KINDS
 from testbed.collectives.placements import nccl_ring, place_jobs
 from testbed.collectives.workload import scaled_count
-from testbed.experiments.trials import compare, model_trials
+from testbed.experiments.trials import MARKED, compare, model_trials
 from testbed.fidelity import predict
 from testbed.routing.hashing import Draw, Placer
 from testbed.runs.jobs import FAMILIES, Job, bus_bytes, scaleup_seconds
@@ -194,10 +194,16 @@ def utilisation(rows, jobs, form, trial):
         sum(len(j.hosts) for j in jobs)
 
 
+def alone_form(scheme):
+    """The form whose runs alone a scheme's slowdowns are taken against: ECMP, under marking where
+    the scheme is (``trials.with_marking``'s twin)."""
+    return "ecmp" + MARKED if scheme.endswith(MARKED) else "ecmp"
+
+
 def slowdowns(rows, jobs, form, trial):
     """Each job's iteration together under `form` over alone (ECMP, with marking where the form
     has it) in one trial, or None."""
-    base = "ecmp+ecn" if form.endswith("+ecn") else "ecmp"
+    base = alone_form(form)
     alone = {r["job_index"]: r["iteration_s"] for r in rows if r["trial"] == trial and r["run"] == "alone"
              and r.get("form", base) == base}
     together = {r["job_index"]: r["iteration_s"] for r in rows
@@ -232,7 +238,7 @@ def comparisons(rows, jobs, schemes, trials):
     out = []
     for k, job in enumerate(jobs):
         for scheme in schemes:
-            base = "ecmp+ecn" if scheme.endswith("+ecn") else "ecmp"
+            base = alone_form(scheme)
             alone = [dict(r, form="alone") for r in rows if r["job_index"] == k and r["run"] == "alone"
                      and r["form"] == base]
             together = [r for r in rows if r["job_index"] == k and r["run"] == "together" and r["form"] == scheme]
@@ -249,9 +255,9 @@ def comparisons(rows, jobs, schemes, trials):
         out.append(compare(pairs, ("ecmp", scheme), "worst", f"worst job's slowdown, {scheme} against ecmp", 3))
     # under marking, the switch ports' marks in the runs together (the same on every job's row)
     marked = [r for r in rows if r["run"] == "together" and r["job_index"] == 0 and "marked" in r]
-    for scheme in [s for s in schemes if s.endswith("+ecn") and s != "ecmp+ecn"]:
-        out.append(compare(marked, ("ecmp+ecn", scheme), "marked", f"ECN marks together, {scheme} against ecmp+ecn",
-                           0))
+    for scheme in [s for s in schemes if s.endswith(MARKED) and s != alone_form(s)]:
+        out.append(compare(marked, (alone_form(scheme), scheme), "marked",
+                           f"ECN marks together, {scheme} against {alone_form(scheme)}", 0))
     return out
 
 

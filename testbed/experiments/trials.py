@@ -11,6 +11,8 @@ from testbed.experiments.fingerprint import ADDED
 from testbed.report.paired import Comparison, trial_order
 from testbed.routing.hashing import Draw
 
+MARKED = "+ecn"          # a form's label under ECN marking (``with_marking``): its twin's plus this
+
 
 @dataclass(frozen=True)
 class Form:
