@@ -47,7 +47,8 @@ def test_single_plane_polarises_the_aggregation_tier_as_the_model_predicts(tmp_p
     said = f"draw {seed} (searched from {start}): agg->tor max/mean measured {measured}, model {model}"
     # The mechanism, in the tier where it acts: single plane's aggregation switches send a NIC's
     # traffic down one of its two ToRs. Measured bytes follow the model's rates to within TCP's
-    # uneven sharing (2.28 and 1.34 measured against 2.0 and 1.08 modelled on one draw).
+    # uneven sharing, which only adds to a tier's max/mean: measured over modelled was 1.08-1.33
+    # on 12 random draws in a row (both forms, 2026-11-28) and 1.44 once in CI (draw 654559).
     assert measured[0] > 1.3 * measured[1], said
     for got, expected in zip(measured, model):
-        assert 0.7 <= got / expected <= 1.4, said
+        assert 0.9 <= got / expected <= 1.6, said
