@@ -236,7 +236,7 @@ def measure(plan, seen):
         offsets = cassini_offsets(plan.topo, plan.jobs, plan.mtu) if form.label.startswith("cassini") else None
         with emu.switch_queues() if plan.marking else contextlib.nullcontext() as ports:
             rows = emu.jobs(jobs, iters=plan.iters, draws=draws(), capture="together", offsets=offsets)
-        rows = [dict(row, **ports.row) for row in rows] if ports else rows
+        rows = [dict(row, **ports.row, **ports.sent_by(job.hosts)) for row, job in zip(rows, jobs)] if ports else rows
         model = together_model(plan.topo, jobs, emu.routing, draws(), plan.mtu,
                                high={plan.order[0]} if form.priority else ())
         for k, (row, expected) in enumerate(zip(rows, model)):

@@ -72,5 +72,12 @@ def test_a_scheme_under_marking_has_its_marks_compared_with_ecmp_under_marking()
     for r in rows:
         if r["run"] == "together" and r["form"].endswith("+ecn"):
             r["marked"] = 300 if r["form"] == "ecmp+ecn" else 10
-    (marks,) = [c for c in job_models.comparisons(rows, plan.jobs, labels, 3) if c.name.startswith("ECN marks")]
+            r["sent_marked"] = (200 if r["form"] == "ecmp+ecn" else 8) if r["job_index"] == 0 else 100 - 98 * (
+                r["form"] == "cassini+ecn")
+    compared = job_models.comparisons(rows, plan.jobs, labels, 3)
+    (marks,) = [c for c in compared if c.name.startswith("ECN marks")]
     assert marks.labels == ("ecmp+ecn", "cassini+ecn") and (marks.a.mean, marks.b.mean) == (300, 10)
+    # and each job's own: the marks on the packets its hosts sent
+    per_job = [c for c in compared if "'s ECN marks" in c.name]
+    assert [c.name.split("'s")[0] for c in per_job] == [job.name for job in plan.jobs]
+    assert [(c.a.mean, c.b.mean) for c in per_job] == [(200, 8), (100, 2)]

@@ -324,7 +324,8 @@ class Emulated:
 
     def switch_queues(self, interval: float = 0.005) -> SwitchQueues:
         """``with emu.switch_queues() as seen: <traffic>``; then ``seen.row``: the deepest FIFO over
-        every switch port, the mean of its busy samples, the drops, and the ECN marks (with ecn)."""
+        every switch port, the mean of its busy samples, the drops, and the ECN marks (with ecn);
+        ``seen.sent_by(hosts)``: the marks on the packets those hosts sent."""
         return SwitchQueues(self.emulation, interval)
 
     def virtual_queue(self, port: str) -> markers.VirtualQueue:

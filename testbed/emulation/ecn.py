@@ -4,7 +4,8 @@ marking threshold K and the FIFO's limit, and attached on the port's clsact egre
 HTB classes. It keeps a virtual queue per class (the high class, that is the control class or a
 high-priority job, and the rest) drained at the link's rate and sets CE on an ECN-capable packet
 that arrives while its class's virtual queue holds more than K bytes; what a port marked, and what
-arrived over K, per class, is read back from the program's map (``counts``).
+arrived over K, per class and per IPv4 source, is read back from the program's maps (``counts``,
+``sources``).
 
 Nothing is pinned: a program and its maps live as long as the interface they are attached to, so
 the run's teardown (and ``--cleanup``), which deletes the switch ports, removes them.
@@ -14,6 +15,8 @@ import hashlib
 import json
 import platform
 import shutil
+import socket
+import struct
 import subprocess
 from pathlib import Path
 
@@ -124,14 +127,26 @@ def map_id(pid, ifname, name):
     return None
 
 
-def counts(pid, ifname):
-    """{class: {"packets", "ect", "marked", "over"}} the marker on ifname has counted since it was
-    attached (``CLASSES``), or None where none is attached."""
-    table = map_id(pid, ifname, "ecn_counts")
+def _dump(pid, ifname, name, key):
+    """{key(map key): counts} of the map `name` of the marker on ifname, or None where none is attached."""
+    table = map_id(pid, ifname, name)
     if table is None:
         return None
     out = {}
     for entry in _json(["bpftool", "-j", "map", "dump", "id", str(table)]):
         value = entry.get("formatted", entry)
-        out[CLASSES[int(value["key"])]] = {k: int(v) for k, v in value["value"].items()}
+        out[key(value["key"])] = {k: int(v) for k, v in value["value"].items()}
     return out
+
+
+def counts(pid, ifname):
+    """{class: {"packets", "ect", "marked", "over"}} the marker on ifname has counted since it was
+    attached (``CLASSES``), or None where none is attached."""
+    return _dump(pid, ifname, "ecn_counts", lambda key: CLASSES[int(key)])
+
+
+def sources(pid, ifname):
+    """{IPv4 source: {"packets", "ect", "marked", "over"}} the marker on ifname has counted since
+    it was attached, or None where none is attached."""
+    # the key is the address as on the wire, which bpftool prints as this machine's integer
+    return _dump(pid, ifname, "source_counts", lambda key: socket.inet_ntoa(struct.pack("=I", int(key))))

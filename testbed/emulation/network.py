@@ -498,6 +498,14 @@ class Emulation:
         return {intf: ecn_marking.counts(pid, intf) for pid, ports in self._switch_ports_by_namespace().items()
                 for intf, _ in ports}
 
+    def ecn_sources(self):
+        """{switch port: {IPv4 source: {"packets", "ect", "marked", "over"}}} since the fabric was
+        built (emulation.ecn): whose packets each port marked; {} without --ecn."""
+        if not self.ecn:
+            return {}
+        return {intf: ecn_marking.sources(pid, intf) for pid, ports in self._switch_ports_by_namespace().items()
+                for intf, _ in ports}
+
     def _vital_parts(self):
         """The watchdog's checks: None while the part runs, else what died and what to do."""
         controller, vswitchd = self.controller.proc, ovs.vswitchd_pid()

@@ -253,11 +253,17 @@ def comparisons(rows, jobs, schemes, trials):
         out.append(compare(pairs, ("ecmp", scheme), "fairness",
                            f"fairness of the slowdowns (Jain), {scheme} against ecmp", 3, by="difference"))
         out.append(compare(pairs, ("ecmp", scheme), "worst", f"worst job's slowdown, {scheme} against ecmp", 3))
-    # under marking, the switch ports' marks in the runs together (the same on every job's row)
-    marked = [r for r in rows if r["run"] == "together" and r["job_index"] == 0 and "marked" in r]
+    # under marking, the switch ports' marks in the runs together: all of them (the same on every
+    # job's row), then those on each job's packets
+    marked = [r for r in rows if r["run"] == "together" and "marked" in r]
     for scheme in [s for s in schemes if s.endswith(MARKED) and s != alone_form(s)]:
-        out.append(compare(marked, (alone_form(scheme), scheme), "marked",
+        out.append(compare([r for r in marked if r["job_index"] == 0], (alone_form(scheme), scheme), "marked",
                            f"ECN marks together, {scheme} against {alone_form(scheme)}", 0))
+        for k, job in enumerate(jobs):
+            mine = [r for r in marked if r["job_index"] == k and "sent_marked" in r]
+            if mine:
+                out.append(compare(mine, (alone_form(scheme), scheme), "sent_marked",
+                                   f"{job.name}'s ECN marks together, {scheme} against {alone_form(scheme)}", 0))
     return out
 
 

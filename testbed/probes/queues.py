@@ -72,7 +72,8 @@ class SwitchQueues:
     """with SwitchQueues(emulation) as seen: <traffic>; then seen.row: every switch port's FIFO
     sampled every `interval` s and its ECN counters read before and after (with marking on): the
     deepest backlog, the mean of each busy sample's deepest (a sample in which some port held
-    packets), the drops and the marks over all ports."""
+    packets), the drops and the marks over all ports; seen.sent_by(hosts): the marks on the packets
+    those hosts sent."""
 
     def __init__(self, emulation, interval=0.005):
         self.emulation = emulation
@@ -80,15 +81,18 @@ class SwitchQueues:
         ports = [interface(node, port) for link in topo.links for node, port in link.ends()
                  if node in topo.switches and emulation.here(node)]
         self.sampler = QueueSampler(ports, interval, netns=emulation.port_netns)
-        self.row = {}
+        self.row, self._sources = {}, {}
 
     def _marks(self):
-        totals = {"marked": 0, "ect": 0}
+        """({"marked", "ect"} over every port, {source: {"marked", "ect"}} over every port)."""
+        totals, sources = {"marked": 0, "ect": 0}, {}
         for classes in self.emulation.ecn_counts().values():
             for counts in classes.values():
-                for key in totals:
-                    totals[key] += counts.get(key, 0)
-        return totals
+                _add(totals, counts)
+        for by_source in self.emulation.ecn_sources().values():
+            for source, counts in (by_source or {}).items():
+                _add(sources.setdefault(source, {"marked": 0, "ect": 0}), counts)
+        return totals, sources
 
     def __enter__(self):
         self._before = self._marks()
@@ -97,10 +101,26 @@ class SwitchQueues:
 
     def __exit__(self, *exc):
         self.sampler.__exit__(*exc)
-        after, series = self._marks(), list(self.sampler.samples.values())
+        (after, sources), series = self._marks(), list(self.sampler.samples.values())
         deepest = [max(s[2] for s in at) for at in zip(*series)] if series else []
         busy = [b for b in deepest if b > 0]
         self.row = {"queue_max_bytes": max(deepest, default=0),
                     "queue_busy_mean_bytes": round(sum(busy) / len(busy)) if busy else 0,
                     "fabric_drops": sum(s[-1][3] for s in series if s),
-                    **{key: after[key] - self._before[key] for key in after}}
+                    **{key: after[key] - self._before[0][key] for key in after}}
+        before = self._before[1]
+        self._sources = {source: {key: counts[key] - before.get(source, {}).get(key, 0) for key in counts}
+                         for source, counts in sources.items()}
+
+    def sent_by(self, hosts):
+        """{"sent_marked", "sent_ect"}: of the packets the hosts sent (from any of their NICs' ports),
+        how many switch ports marked, and how many passed them ECN-capable (a packet counted at
+        every port it crossed)."""
+        topo = self.emulation.topo
+        ips = {port.ip for host in hosts for port in topo.hosts[host].ports}
+        return {f"sent_{key}": sum(self._sources.get(ip, {}).get(key, 0) for ip in ips) for key in ("marked", "ect")}
+
+
+def _add(into, counts):
+    for key in into:
+        into[key] += counts.get(key, 0)

@@ -6,7 +6,8 @@
 //   clang -O2 -target bpf -DRATE_BPS=... -DK_BYTES=... -DLIMIT_BYTES=... -c ecn_marker.bpf.c
 // A virtual queue is a finish time: the moment the class's backlog would drain at the link rate.
 // A packet that finds its class's queue full (LIMIT_BYTES, the FIFO's limit) is not counted in,
-// as the FIFO drops it.
+// as the FIFO drops it. What it counts, it counts per class and per IPv4 source (whose traffic a
+// port marked: per job, where jobs have hosts of their own).
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
 #include <linux/ip.h>
@@ -31,6 +32,7 @@
 #endif
 
 #define CLASSES 2        // 0: the rest, 1: the high class (as the port's u32 filter sorts them)
+#define SOURCES 1024     // the most IPv4 sources a port counts apart (more are counted per class only)
 #define ECN_MASK 0x3
 #define ECN_NOT_ECT 0x0
 #define ECN_CE 0x3
@@ -59,6 +61,35 @@ struct {
     __type(key, __u32);
     __type(value, struct counts);
 } ecn_counts SEC(".maps");
+
+struct {
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, SOURCES);
+    __type(key, __u32);  // the source address as on the wire (network byte order)
+    __type(value, struct counts);
+} source_counts SEC(".maps");
+
+static __always_inline void tally(struct counts *c, __u8 ecn, int over, int marked)
+{
+    __sync_fetch_and_add(&c->packets, 1);
+    if (ecn != ECN_NOT_ECT)
+        __sync_fetch_and_add(&c->ect, 1);
+    if (over)
+        __sync_fetch_and_add(&c->over, 1);
+    if (marked)
+        __sync_fetch_and_add(&c->marked, 1);
+}
+
+static __always_inline struct counts *of_source(__u32 source)
+{
+    struct counts *s = bpf_map_lookup_elem(&source_counts, &source);
+    if (!s) {
+        struct counts zero = {};
+        bpf_map_update_elem(&source_counts, &source, &zero, BPF_NOEXIST);
+        s = bpf_map_lookup_elem(&source_counts, &source);
+    }
+    return s;
+}
 
 static __always_inline __u64 bytes_to_ns(__u64 bytes)
 {
@@ -94,14 +125,13 @@ int testbed_ecn(struct __sk_buff *skb)
     __u64 start = q->finish_ns > now ? q->finish_ns : now;
     __u64 backlog_ns = start - now;
     __u64 len = skb->len;
-    __sync_fetch_and_add(&c->packets, 1);
-    if (ecn != ECN_NOT_ECT)
-        __sync_fetch_and_add(&c->ect, 1);
-    if (backlog_ns > bytes_to_ns(K_BYTES)) {
-        __sync_fetch_and_add(&c->over, 1);
-        if (ecn != ECN_NOT_ECT && ecn != ECN_CE && bpf_skb_ecn_set_ce(skb))
-            __sync_fetch_and_add(&c->marked, 1);
-    }
+    __u32 source = ip->saddr;   // read before marking: setting CE may move the packet's data
+    int over = backlog_ns > bytes_to_ns(K_BYTES);
+    int marked = over && ecn != ECN_NOT_ECT && ecn != ECN_CE && bpf_skb_ecn_set_ce(skb);
+    tally(c, ecn, over, marked);
+    struct counts *s = of_source(source);
+    if (s)
+        tally(s, ecn, over, marked);
     if (backlog_ns + bytes_to_ns(len) <= bytes_to_ns(LIMIT_BYTES))
         q->finish_ns = start + bytes_to_ns(len);
     return TC_ACT_OK;

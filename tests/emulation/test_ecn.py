@@ -1,6 +1,7 @@
 """ECN marking at every switch port (--ecn) on a real fabric: two long flows into one host, one of
 them ECN-capable. The capable flow's packets arrive with CE set, the other's never; the port
-facing the receiver counts its marks in the class they went in; and no program is left once the
+facing the receiver counts its marks in the class they went in and by the source that sent them;
+and no program is left once the
 fabric is gone, also after a run killed mid-way and --cleanup."""
 import os
 import signal
@@ -32,17 +33,18 @@ def marked(tmp_path_factory):
                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             time.sleep(1)
-            flows = emu.flows([("h0", "h2"), ("h1", "h2")], seconds=4, congestion_control="cubic")
+            with emu.switch_queues() as seen:
+                flows = emu.flows([("h0", "h2"), ("h1", "h2")], seconds=4, congestion_control="cubic")
         finally:
             dump.terminate()
             dump.wait(10)
-        counts = net.ecn_counts()
+        counts, sources = net.ecn_counts(), net.ecn_sources()
         facing = interface(*topo.attachment(topo.hosts["h2"].ports[0]))
         attached = len(ecn.loaded())
     ip = {h: topo.hosts[h].ports[0].ip for h in ("h0", "h1")}
     packets = [p[IP] for p in rdpcap(str(pcap)) if IP in p]
-    return {"flows": flows, "counts": counts, "facing": facing, "attached": attached, "ip": ip,
-            "packets": packets, "ports": len(topo.switch_ports())}
+    return {"flows": flows, "counts": counts, "sources": sources, "seen": seen, "facing": facing,
+            "attached": attached, "ip": ip, "packets": packets, "ports": len(topo.switch_ports())}
 
 
 def test_an_ecn_capable_flow_is_marked_and_the_other_never(marked):
@@ -60,6 +62,17 @@ def test_the_port_facing_the_receiver_counts_its_marks_per_class(marked):
     assert rest["marked"] > 0 and rest["over"] > rest["marked"]     # h1's packets arrived over K, unmarked
     assert rest["ect"] < rest["packets"] and high["marked"] == 0
     assert marked["attached"] == marked["ports"] and len(marked["counts"]) == marked["ports"]
+
+
+def test_the_marks_are_counted_by_the_source_that_sent_the_packets(marked):
+    at = marked["sources"][marked["facing"]]
+    capable, plain = at[marked["ip"]["h0"]], at[marked["ip"]["h1"]]
+    assert capable["marked"] > 0 and plain["marked"] == 0 and plain["over"] > 0
+    assert sum(c["marked"] for c in at.values()) == marked["counts"][marked["facing"]]["rest"]["marked"]
+    seen = marked["seen"]
+    by = {h: seen.sent_by([h]) for h in ("h0", "h1", "h2")}     # h2 sends ACKs only, never ECN-capable
+    assert by["h0"]["sent_marked"] > 0 and by["h1"] == {"sent_marked": 0, "sent_ect": 0}
+    assert by["h0"]["sent_marked"] + by["h2"]["sent_marked"] == seen.row["marked"], (by, seen.row)
 
 
 def test_no_marker_is_left_after_the_fabric(marked):
