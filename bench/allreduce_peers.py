@@ -98,17 +98,20 @@ def main(argv):
     hosts = sorted(topo.hosts, key=lambda h: topo.hosts[h].index)
     times = {}                   # (who, size) -> seconds
     with tempfile.TemporaryDirectory() as tmp, testbed.emulate(topo, folder=tmp, control_class=False) as emu:
+        def got(who, size, seconds):
+            times[who, size] = seconds
+            print(f"  {who} at {size} B: {seconds * 1e3:.2f} ms", flush=True)
+
         for c in emu.sweep(OURS, sizes, iters=args.iters, warmup=1):
             assert c.wrong == 0, c
-            times[f"testbed {c.algorithm}" + (f" ({c.chose})" if c.algorithm == "auto" else ""), c.size] = \
-                c.time_us / 1e6
+            got(f"testbed {c.algorithm}" + (f" ({c.chose})" if c.algorithm == "auto" else ""), c.size, c.time_us / 1e6)
         for number, name in OPENMPI_ALGORITHMS.items():
             for r in openmpi(emu, hosts, sizes, args.iters, number, Path(tmp)):
                 assert r["wrong"] == 0, (name, r)
-                times[f"OpenMPI {name}", r["size"]] = r["seconds"]
+                got(f"OpenMPI {name}", r["size"], r["seconds"])
         for r in gloo(emu, hosts, sizes, args.iters):
             assert r["wrong"] == 0, r
-            times["gloo", r["size"]] = r["seconds"]
+            got("gloo", r["size"], r["seconds"])
     rows = []
     for size in sizes:
         mine = {who: t for (who, s), t in times.items() if s == size}

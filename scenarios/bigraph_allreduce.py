@@ -55,7 +55,7 @@ def run(plan, experiment):
     measured, check = run_sweeps(experiment, topo, {"allreduce": plan.placed}, plan.sizes, plan.warmup, plan.iters,
                                  mtu=plan.mtu, csv="allreduce.csv", heading=heading, eager_limit=plan.eager_limit)
     rows = measured["allreduce"]
-    cmp = experiment.about["summary"] = sweep.compare_variants(rows)
+    cmp = experiment.about["summary"] = sweep.compare_variants(rows, experiment.about.get("idle_exchange_us"))
     experiment.headline.update(sweep.headline(cmp))
     experiment.say(f"\nsummary ({topo.name}, {len(topo.hosts)} ranks, links {topo.rate:g} Mbit/s):",
                    *sweep.summary_lines(cmp),

@@ -88,7 +88,8 @@ def run(plan, experiment):
                                  csv="collectives.csv", heading=heading, eager_limit=plan.eager_limit,
                                  done=lambda c: print(f"  ... {c} done, {time.monotonic() - started:.0f} s"))
     for collective, rows in measured.items():
-        cmp = experiment.about["summary"][collective] = sweep.compare_variants(rows)
+        exchange = experiment.about.get("idle_exchange_us") if collective == "allreduce" else None
+        cmp = experiment.about["summary"][collective] = sweep.compare_variants(rows, exchange)
         experiment.headline.update({f"{collective} {k}": v for k, v in sweep.headline(cmp).items()})
         experiment.say(f"\nsummary, {collective} ({topo.name}, {len(topo.hosts)} ranks, links {topo.rate:g} Mbit/s):",
                        *sweep.summary_lines(cmp))

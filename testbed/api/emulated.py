@@ -12,6 +12,7 @@ from testbed.collectives import training
 from testbed.collectives.connections import flow_connections
 from testbed.collectives.data import ELEMENT_BYTES
 from testbed.collectives.placements import place
+from testbed.collectives.schedules import RecursiveDoublingAllreduce
 from testbed.emulation import dctcp, events, faults
 from testbed.emulation import ecn as ecn_marking
 from testbed.emulation.network import DEFAULT_MTU
@@ -92,7 +93,7 @@ class Emulated:
     def __init__(self, emulation):
         self.emulation = emulation
         self.topo, self.folder, self.mtu = emulation.topo, emulation.run_dir, emulation.mtu
-        self._idle_step_us = None
+        self._idle_step_us, self._idle_exchange_us = None, {}
 
     def __enter__(self) -> Emulated:
         self.emulation.__enter__()
@@ -116,6 +117,14 @@ class Emulated:
         if self._idle_step_us is None:
             self._idle_step_us = predict.idle_step_us(self.emulation)
         return self._idle_step_us
+
+    def idle_exchange_us(self, size: int) -> float:
+        """The idle fabric's exchange of `size` bytes each way between the farthest hosts (a 2-rank
+        recursive doubling: one step), us: the floor of a recursive-doubling step at that size."""
+        if size not in self._idle_exchange_us:
+            self._idle_exchange_us[size] = predict.idle_step_us(self.emulation, size,
+                                                                schedule=RecursiveDoublingAllreduce)
+        return self._idle_exchange_us[size]
 
     def check(self, seconds: int = 3) -> FabricCheck:
         summary = fabric_check.check(self.emulation, seconds)

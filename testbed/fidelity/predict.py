@@ -246,16 +246,19 @@ def route_paths(topo, routing, connections):
     return out
 
 
-def idle_step_us(emu, size=1024, iterations=100):
-    """The latency floor, measured: per-step time (us) of a 2-rank halving-doubling allreduce of
-    `size` bytes between the two hosts farthest apart, back to back, with nothing else running."""
+def idle_step_us(emu, size=1024, iterations=100, schedule=HalvingDoubling):
+    """The latency floor, measured: per-step time (us) of a 2-rank `schedule` allreduce of `size`
+    bytes between the two hosts farthest apart, back to back, with nothing else running. Halving-
+    doubling's two steps move size/2 each way (the model's floor); recursive doubling's one step
+    moves all `size` bytes each way: the idle fabric's exchange of a whole vector, the floor of a
+    step of recursive doubling at that size."""
     longest = max(deterministic_routes(emu.topo).values(), key=lambda r: (len(r.hops), r.src.ip, r.dst.ip))
     hosts = [longest.src.host, longest.dst.host]
-    with Coordinator(HalvingDoubling.name, *emulation_launcher(emu, hosts), pacing=emu.topo.bytes_per_s,
+    with Coordinator(schedule.name, *emulation_launcher(emu, hosts), pacing=emu.topo.bytes_per_s,
                      label="idle step latency") as ranks:
         ranks.iterate(size // ELEMENT_BYTES, 0, 60, repeat=10)
         times = ranks.iterate(size // ELEMENT_BYTES, 1, 60, repeat=iterations)["times"]
-    return round(float(np.mean(times)) / len(HalvingDoubling().steps(0, 2, 2)) * 1e6, 1)
+    return round(float(np.mean(times)) / len(schedule().steps(0, 2, 2)) * 1e6, 1)
 
 
 def captured_paths(topo, connections, captured):

@@ -137,8 +137,13 @@ RATIOS = [("hdrm", "ring"), ("hdrm", "ring_topo"), ("hd", "ring"), ("hdrm", "hd"
           ("topo", "pairwise"), ("xor_rm", "xor"), ("tree", "ring")]
 
 
-def compare_variants(rows):
-    """Winners and ratios at the smallest and the largest size."""
+WHOLE_VECTOR = {"rd", "rdrm", "auto"}    # variants whose steps move the whole vector (auto's where it chose rd, rdrm)
+
+
+def compare_variants(rows, idle_exchange_us=None):
+    """Winners and ratios at the smallest and the largest size; with idle_exchange_us (the idle
+    fabric's exchange of the smallest size, ``Emulated.idle_exchange_us``), each recursive-doubling
+    row's per-step time at the smallest size over it."""
     by = {(r["algorithm"], r["size"]): r for r in rows}
     small, large = min(r["size"] for r in rows), max(r["size"] for r in rows)
     names = list(dict.fromkeys(r["algorithm"] for r in rows))
@@ -174,6 +179,11 @@ def compare_variants(rows):
             ratios[f"{a}/{b} time at {small} B"] = round(by[a, small]["time_us"] / by[b, small]["time_us"], 2)
             ratios[f"{a}/{b} busbw at {large} B"] = round(by[a, large]["busbw_MBps"] / by[b, large]["busbw_MBps"], 2)
     out["ratios"] = ratios
+    if idle_exchange_us:
+        out["idle_exchange_us"] = idle_exchange_us
+        out["small_step_over_idle_exchange"] = {
+            n: round(by[n, small]["step_us"] / idle_exchange_us, 2) for n in names
+            if n in WHOLE_VECTOR and by[n, small].get("chose", n) in WHOLE_VECTOR and by[n, small].get("step_us")}
     return out
 
 
@@ -183,6 +193,8 @@ def headline(cmp):
     out = {f"{n} busbw/link at {cmp['largest_size']} B": v for n, v in cmp["large_busbw_over_link"].items()}
     out.update({f"{n} time at {cmp['smallest_size']} B (us)": round(t, 1) for n, t in cmp["small_time_us"].items()})
     out.update(cmp["ratios"])
+    out.update({f"{n} step over idle exchange at {cmp['smallest_size']} B": v
+                for n, v in cmp.get("small_step_over_idle_exchange", {}).items()})
     out.update({"#wrong": cmp["wrong"], "rows flagged BOTTLENECK": len(cmp["emulator_bottleneck_rows"])})
     return out
 
@@ -196,6 +208,10 @@ def summary_lines(cmp):
     lines += [f"  {label}: {value}" for label, value in cmp["ratios"].items()]
     lines.append(f"  per-step time at {cmp['smallest_size']} B (us): "
                  + ", ".join(f"{n} {t:.0f}" for n, t in cmp["small_step_us"].items() if t is not None))
+    if cmp.get("small_step_over_idle_exchange"):
+        lines.append(f"  per-step time at {cmp['smallest_size']} B over the idle fabric's exchange of "
+                     f"{cmp['smallest_size']} B each way ({cmp['idle_exchange_us']:.0f} us, the farthest hosts): "
+                     + ", ".join(f"{n} {v:.2f}" for n, v in cmp["small_step_over_idle_exchange"].items()))
     ref = REFERENCE
     for name, fit in cmp["hockney"].items():
         if fit and "reference_size" in fit:

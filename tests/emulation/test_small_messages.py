@@ -11,18 +11,25 @@ import pytest
 
 import testbed
 from testbed.api.results import Sweep
+from testbed.runs.sweep import compare_variants, summary_lines
 
 SMALL, LARGE = 256, 1 << 20
 ALGORITHMS = ["hdrm", "rdrm", "auto"]
 
 
 @pytest.fixture(scope="module")
-def sweep(tmp_path_factory):
+def measured(tmp_path_factory):
     with testbed.emulate(testbed.fabric("bigraph:2,8"), folder=tmp_path_factory.mktemp("small")) as emu:
         small = emu.sweep(ALGORITHMS, [SMALL], warmup=3, iters=40)
         if any(c.verdict == "BOTTLENECK" for c in small):
             small = emu.sweep(ALGORITHMS, [SMALL], warmup=3, iters=40)
-        return Sweep(small + emu.sweep(ALGORITHMS, [LARGE], warmup=1, iters=3))
+        exchange = emu.idle_exchange_us(SMALL)
+        return Sweep(small + emu.sweep(ALGORITHMS, [LARGE], warmup=1, iters=3)), exchange
+
+
+@pytest.fixture(scope="module")
+def sweep(measured):
+    return measured[0]
 
 
 def test_every_result_matches_numpy(sweep):
@@ -45,3 +52,14 @@ def test_auto_where_only_the_ring_takes_the_rank_count_runs_the_ring(tmp_path):
     with testbed.emulate(testbed.fabric("bigraph:1,6"), folder=tmp_path) as emu:
         sweep = emu.sweep(["auto"], [1536], warmup=1, iters=3)
     assert sweep.wrong == 0 and sweep.get("auto", 1536).chose == "ring"
+
+
+def test_a_recursive_doubling_step_is_no_faster_than_the_idle_fabric_s_exchange(measured):
+    """The idle exchange of the step's whole vector is the floor of a recursive-doubling step: a
+    step on 16 ranks at 256 B takes at least about as long (and the summary says by how much)."""
+    sweep, exchange = measured
+    cmp = compare_variants([c.row for c in sweep], exchange)
+    over = cmp["small_step_over_idle_exchange"]
+    assert set(over) == {"rdrm", "auto"} and exchange > 0, cmp      # hdrm's steps move less than the vector
+    assert all(v >= 0.8 for v in over.values()), (over, exchange)
+    assert any("over the idle fabric's exchange of 256 B" in line for line in summary_lines(cmp))
