@@ -3,7 +3,7 @@ sitting: the peers' ranks run in the same emulated hosts, over the same shaped l
 the other.
 
     sudo .venv/bin/python -m bench.allreduce_peers [--topology bigraph:2,8] [--sizes 1024,4096,1048576]
-                                                   [--iters 20] [--out FILE]
+                                                   [--iters 20] [--openmpi 0,3,4,6] [--out FILE]
 
 It installs what the peers need where missing (Debian's openmpi-bin; mpi4py and the CPU build of
 torch from PyPI) and says so. OpenMPI runs its tuned default and each forced algorithm of
@@ -90,9 +90,15 @@ def main(argv):
     parser.add_argument("--topology", default="bigraph:2,8")
     parser.add_argument("--sizes", default="1024,4096,1048576")
     parser.add_argument("--iters", type=int, default=20)
+    parser.add_argument("--openmpi", default=",".join(map(str, OPENMPI_ALGORITHMS)),
+                        help="OpenMPI's allreduce algorithms to run, by number: "
+                             + ", ".join(f"{n} {name}" for n, name in OPENMPI_ALGORITHMS.items()) + " (default all)")
     parser.add_argument("--out", default=str(RESULTS_ROOT / "bench" / "allreduce_peers.json"))
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
+    chosen = [int(n) for n in args.openmpi.split(",") if n]
+    if not chosen or any(n not in OPENMPI_ALGORITHMS for n in chosen):
+        parser.error(f"--openmpi takes numbers from {', '.join(map(str, OPENMPI_ALGORITHMS))} (got {args.openmpi!r})")
     ensure_peers()
     topo = testbed.fabric(args.topology)
     hosts = sorted(topo.hosts, key=lambda h: topo.hosts[h].index)
@@ -105,7 +111,7 @@ def main(argv):
         for c in emu.sweep(OURS, sizes, iters=args.iters, warmup=1):
             assert c.wrong == 0, c
             got(f"testbed {c.algorithm}" + (f" ({c.chose})" if c.algorithm == "auto" else ""), c.size, c.time_us / 1e6)
-        for number, name in OPENMPI_ALGORITHMS.items():
+        for number, name in ((n, OPENMPI_ALGORITHMS[n]) for n in chosen):
             for r in openmpi(emu, hosts, sizes, args.iters, number, Path(tmp)):
                 assert r["wrong"] == 0, (name, r)
                 got(f"OpenMPI {name}", r["size"], r["seconds"])
