@@ -493,18 +493,18 @@ class Emulation:
     def ecn_counts(self):
         """{switch port: {class: {"packets", "ect", "marked", "over"}}} since the fabric was built
         (emulation.ecn), {} without --ecn."""
-        if not self.ecn:
-            return {}
-        return {intf: ecn_marking.counts(pid, intf) for pid, ports in self._switch_ports_by_namespace().items()
-                for intf, _ in ports}
+        return self._each_marker(ecn_marking.counts)
 
     def ecn_sources(self):
         """{switch port: {IPv4 source: {"packets", "ect", "marked", "over"}}} since the fabric was
         built (emulation.ecn): whose packets each port marked; {} without --ecn."""
+        return self._each_marker(ecn_marking.sources)
+
+    def _each_marker(self, read):
+        """{switch port: read(its namespace's pid, port)}, {} without --ecn."""
         if not self.ecn:
             return {}
-        return {intf: ecn_marking.sources(pid, intf) for pid, ports in self._switch_ports_by_namespace().items()
-                for intf, _ in ports}
+        return {intf: read(pid, intf) for pid, ports in self._switch_ports_by_namespace().items() for intf, _ in ports}
 
     def _vital_parts(self):
         """The watchdog's checks: None while the part runs, else what died and what to do."""

@@ -81,7 +81,7 @@ class SwitchQueues:
         ports = [interface(node, port) for link in topo.links for node, port in link.ends()
                  if node in topo.switches and emulation.here(node)]
         self.sampler = QueueSampler(ports, interval, netns=emulation.port_netns)
-        self.row, self._sources = {}, {}
+        self.row, self._sources = {}, {}     # _sources: per source, its marks in the run
 
     def _marks(self):
         """({"marked", "ect"} over every port, {source: {"marked", "ect"}} over every port)."""
@@ -95,7 +95,7 @@ class SwitchQueues:
         return totals, sources
 
     def __enter__(self):
-        self._before = self._marks()
+        self._before, self._before_sources = self._marks()
         self.sampler.__enter__()
         return self
 
@@ -107,8 +107,8 @@ class SwitchQueues:
         self.row = {"queue_max_bytes": max(deepest, default=0),
                     "queue_busy_mean_bytes": round(sum(busy) / len(busy)) if busy else 0,
                     "fabric_drops": sum(s[-1][3] for s in series if s),
-                    **{key: after[key] - self._before[0][key] for key in after}}
-        before = self._before[1]
+                    **{key: after[key] - self._before[key] for key in after}}
+        before = self._before_sources
         self._sources = {source: {key: counts[key] - before.get(source, {}).get(key, 0) for key in counts}
                          for source, counts in sources.items()}
 
