@@ -29,6 +29,12 @@ stand out.)
 An operator (or a fault detector) can drain links: the app watches the ``--drain`` file, a JSON
 list of links as [switch, port, node, port], and routes around the links it names, up or not,
 until they leave the list, as C4P moves flows off a link it finds slow.
+
+With ECN marking at the switch ports, the marks are counted by eBPF programs on the ports, which
+OpenFlow's statistics cannot carry: the app reads their counters itself, with the bpf(2) system
+call (``testbed.probes.markers``), from the maps the ``--marks`` file names ({port: map id}, read
+again whenever it changes), every MARKS_POLL_S seconds, and logs each port whose marks grew with
+its count per class.
 """
 import json
 import struct
@@ -43,14 +49,17 @@ from os_ken.lib import hub
 from os_ken.ofproto import ether, ofproto_v1_5
 
 from testbed import routing
-from testbed.topology import from_spec
+from testbed.probes.markers import Counters
+from testbed.topology import from_spec, interface
 
 cfg.CONF.register_cli_opts([
     cfg.StrOpt("routing", help="the routing plan (JSON) with rules per datapath id"),
     cfg.StrOpt("topology", help="the fabric (JSON, as the testbed writes it), to route around failures"),
     cfg.StrOpt("drain", help="a JSON file of links to route around (read again whenever it changes)"),
+    cfg.StrOpt("marks", help="a JSON file of the ECN markers' count maps per switch port (read again whenever "
+                             "it changes)"),
 ])
-DRAIN_POLL_S = 0.2
+DRAIN_POLL_S, MARKS_POLL_S = 0.2, 0.5
 LEARN_POLL_S, LEARN_READINGS, LONG_FLOW_SHARE = 0.5, 4, 0.1
 
 ROUTE_PRIORITY = 100
@@ -74,6 +83,8 @@ class PathInstaller(app_manager.OSKenApp):
                 fabric = json.load(f)
             self.topo = from_spec(fabric["spec"], rate=fabric["rate_mbit"], queue=fabric["queue_packets"])
             self.names = {s.dpid: s.name for s in self.topo.switches.values()}
+            self.port_of = {interface(node, port): (node, port) for link in self.topo.links
+                            for node, port in link.ends() if node in self.topo.switches}
         self.datapaths, self.groups = {}, {}       # dpid -> datapath; dpid -> {out ports: group id}
         self.learning = self.mode == "planned" and not self.flows and self.topo is not None
         self.bytes, self.rates, self.counted = {}, [], {}   # learning: pair -> bytes; the last readings
@@ -83,6 +94,8 @@ class PathInstaller(app_manager.OSKenApp):
         if cfg.CONF.drain and self.topo is not None:
             self._drain_file, self._drain_seen = Path(cfg.CONF.drain), ""
             hub.spawn(self.watch_drain)
+        if cfg.CONF.marks and self.topo is not None:
+            hub.spawn(self.watch_marks, Path(cfg.CONF.marks))
 
     @staticmethod
     def by_match(rules):
@@ -142,6 +155,36 @@ class PathInstaller(app_manager.OSKenApp):
         changed = self.replan()
         self.logger.info("drain: %d links drained; %d rules changed on %d switches in %.1f ms", len(self.drained),
                          sum(changed.values()), len(changed), 1000 * (time.monotonic() - started))
+
+    def watch_marks(self, path):
+        seen, counters, marked = "", Counters({}), {}
+        while True:
+            hub.sleep(MARKS_POLL_S)
+            try:
+                text = path.read_text()
+            except OSError:
+                text = seen
+            if text != seen:
+                seen, tables = text, json.loads(text or "{}")
+                counters.__exit__()
+                counters, marked = Counters({port: table for port, table in tables.items() if port in self.port_of}), {}
+                try:
+                    counters.__enter__()
+                except OSError as e:     # the markers went before the file that names them was replaced
+                    self.logger.warning("marks: %s", e)
+                    counters = Counters({})
+                self.logger.info("marks read on %d ports", len(counters.map_ids))
+            marked = self.log_marks(counters.read(), marked)
+
+    def log_marks(self, reading, before):
+        """Logs the ports whose marks grew since `before` with their counts per class; returns the
+        counts as {port: {class: marked}}."""
+        now = {port: {cls: counts["marked"] for cls, counts in classes.items()} for port, classes in reading.items()}
+        grew = [f"{':'.join(map(str, self.port_of[port]))} {cls} {count}" for port, classes in sorted(now.items())
+                for cls, count in classes.items() if count > before.get(port, {}).get(cls, 0)]
+        if grew:
+            self.logger.info("marks at %.3f: %s", time.time(), ", ".join(grew))
+        return now
 
     def learn_long_flows(self):
         while True:

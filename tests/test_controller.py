@@ -151,3 +151,22 @@ def test_a_link_is_down_while_either_of_its_switch_ends_reports_down(tmp_path):
                                     (b, bp, False, False)):
         app.port_status_handler(port_status(datapaths[end], port, down=down))
         assert (link in app.down) == expect
+
+
+def test_the_ports_whose_marks_grew_are_logged_and_read_back_off_the_log(tmp_path):
+    from testbed.emulation.controller import marks
+    from testbed.topology import LeafSpine
+    app, _ = start(tmp_path, LeafSpine(2, 2, 1), "ecmp")
+    lines = ["marks read on 4 ports"]
+    app.logger = SimpleNamespace(info=lambda fmt, *args: lines.append(fmt % args))
+    counts = lambda rest, high: {"rest": {"marked": rest}, "high": {"marked": high}}
+    before = app.log_marks({"tb1-eth2": counts(5, 0), "tb3-eth1": counts(0, 0)}, {})
+    before = app.log_marks({"tb1-eth2": counts(5, 0), "tb3-eth1": counts(0, 0)}, before)   # nothing grew
+    app.log_marks({"tb1-eth2": counts(9, 1), "tb3-eth1": counts(0, 0)}, before)
+    assert len(lines) == 3 and lines[1].endswith(": tb1:2 rest 5") and lines[2].endswith(": tb1:2 rest 9, tb1:2 high 1")
+    log = tmp_path / "controller.log"
+    log.write_text("\n".join(lines) + "\n")
+    assert marks(log) == {"tb1-eth2": {"rest": 9, "high": 1}}
+    log.write_text("\n".join(lines + ["marks read on 4 ports"]) + "\n")   # markers attached afresh: counted anew
+    assert marks(log) == {}
+    assert marks(tmp_path / "none.log") == {}

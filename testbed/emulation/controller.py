@@ -2,6 +2,9 @@
 
 It reads the routing plan from the run folder. Readiness is checked on the switches themselves: a
 switch is ready when its flow table holds every rule the plan gives it (plus the table-miss rule).
+The run tells it what to route around (the drain file) and, with --ecn, where each switch port's
+ECN marks are counted (the marks file); it logs the marks it reads, as it logs the ports it sees go
+down, and the run reads both back from its log.
 """
 import json
 import re
@@ -13,6 +16,7 @@ from pathlib import Path
 from testbed.emulation import ovs
 from testbed.emulation.processes import LOOPBACK, PROJECT, free_port
 from testbed.errors import TestbedError
+from testbed.topology import interface
 
 
 class Controller:
@@ -23,12 +27,13 @@ class Controller:
         self.port, self.proc = free_port(), None
         self.log_path = self.run_dir / "controller.log"
         self.drain_path = self.run_dir / "drain.json"
+        self.marks_path = self.run_dir / "marks.json"
 
     def start(self):
         self._log = open(self.log_path, "w")   # noqa: SIM115 (open while the controller runs; closed in stop())
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "controllers", "--routing", str(self.plan_file),
-             "--topology", str(self.topology_file), "--drain", str(self.drain_path),
+             "--topology", str(self.topology_file), "--drain", str(self.drain_path), "--marks", str(self.marks_path),
              "--ofp-listen-host", self.host, "--ofp-tcp-listen-port", str(self.port)],
             cwd=PROJECT, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             start_new_session=True)   # a signal to the run's process group (Ctrl-C, timeout) is the run's to handle
@@ -37,9 +42,12 @@ class Controller:
     def drain(self, ends):
         """Have the controller route around the links at `ends` ([(switch, port)]; [] puts every
         link back)."""
-        tmp = self.drain_path.with_suffix(".tmp")
-        tmp.write_text(json.dumps([list(end) for end in ends]))
-        tmp.replace(self.drain_path)
+        _publish(self.drain_path, [list(end) for end in ends])
+
+    def watch_marks(self, tables):
+        """Have the controller read the ECN marks of the switch ports in `tables` ({port: its
+        marker's ecn_counts map id}; {}: none)."""
+        _publish(self.marks_path, tables)
 
     def stop(self):
         if self.proc and self.proc.poll() is None:
@@ -51,6 +59,13 @@ class Controller:
                 self.proc.wait()
         if self.proc:
             self._log.close()
+
+
+def _publish(path, value):
+    """value as path's JSON, whole or not at all for a reader polling it."""
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(value))
+    tmp.replace(path)
 
 
 def wait_for_rules(plan, bridges, controller=None, targets=None, timeout=60.0):
@@ -84,3 +99,24 @@ def port_events(log_path):
     except OSError:
         return []
     return [(float(t), switch, int(port), state == "up") for switch, port, state, t in PORT_EVENT.findall(text)]
+
+
+MARKS = re.compile(r"marks (?:at \d+\.\d+: (.*)|read on (\d+) ports)$", re.MULTILINE)
+PORT_MARKS = re.compile(r"(\S+):(\d+) (\w+) (\d+)")
+
+
+def marks(log_path):
+    """{switch port: {class: packets marked since its marker was attached}}: the last count the
+    controller logged for each port that has marked since it was last told where to read (its
+    watch_marks), as an operator reads ECN counters off the controller; {} before it logged any."""
+    try:
+        text = Path(log_path).read_text()
+    except OSError:
+        return {}
+    out = {}
+    for counts, told in MARKS.findall(text):
+        if told:
+            out = {}
+        for switch, port, cls, count in PORT_MARKS.findall(counts):
+            out.setdefault(interface(switch, int(port)), {})[cls] = int(count)
+    return out

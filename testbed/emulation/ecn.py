@@ -107,29 +107,31 @@ def loaded():
     return [p["id"] for p in _json(["bpftool", "-j", "prog", "show"]) or [] if p.get("name") == PROGRAM]
 
 
-def program_id(pid, ifname):
-    """The id of the marker attached to ifname's egress, or None."""
-    for f in _json(_in(pid, ["tc", "-j", "filter", "show", "dev", ifname, "egress"])) or []:
-        found = f.get("options", {}).get("prog", {}).get("id")
-        if found:
-            return found
-    return None
+def maps(ports):
+    """{ifname: {map name (queues, ecn_counts, source_counts): id}} of the markers on `ports` ({pid
+    of a namespace or None: [ifname]}), ports without one left out: one bpftool per namespace and
+    two in all, however many ports."""
+    programs = {}
+    for pid, names in ports.items():
+        wanted = set(names)
+        for shown in _json(_in(pid, ["bpftool", "-j", "net", "show"])) or []:
+            programs.update({tc["devname"]: tc["id"] for tc in shown.get("tc", [])
+                             if tc.get("devname") in wanted and tc.get("kind") == "clsact/egress"})
+    if not programs:
+        return {}
+    tables = {p["id"]: p.get("map_ids", []) for p in _json(["bpftool", "-j", "prog", "show"]) or []
+              if p.get("name") == PROGRAM}
+    names = {m["id"]: m.get("name") for m in _json(["bpftool", "-j", "map", "show"]) or []}
+    return {ifname: {names.get(m): m for m in tables[prog]} for ifname, prog in programs.items() if prog in tables}
 
 
 def map_id(pid, ifname, name):
-    """The id of the map `name` (queues, ecn_counts) of the marker on ifname, or None."""
-    prog = program_id(pid, ifname)
-    if prog is None:
-        return None
-    for m in _json(["bpftool", "-j", "prog", "show", "id", str(prog)]).get("map_ids", []):
-        if _json(["bpftool", "-j", "map", "show", "id", str(m)]).get("name") == name:
-            return m
-    return None
+    """The id of the map `name` of the marker on ifname, or None."""
+    return maps({pid: [ifname]}).get(ifname, {}).get(name)
 
 
-def _dump(pid, ifname, name, key):
-    """{key(map key): counts} of the map `name` of the marker on ifname, or None where none is attached."""
-    table = map_id(pid, ifname, name)
+def _dump(table, key):
+    """{key(map key): counts} of the marker's map `table` (an id), or None for None."""
     if table is None:
         return None
     out = {}
@@ -139,14 +141,14 @@ def _dump(pid, ifname, name, key):
     return out
 
 
-def counts(pid, ifname):
-    """{class: {"packets", "ect", "marked", "over"}} the marker on ifname has counted since it was
-    attached (``CLASSES``), or None where none is attached."""
-    return _dump(pid, ifname, "ecn_counts", lambda key: CLASSES[int(key)])
+def counts(table):
+    """{class: {"packets", "ect", "marked", "over"}} a marker has counted since it was attached
+    (``CLASSES``), from its ``ecn_counts`` map (an id; None: None)."""
+    return _dump(table, lambda key: CLASSES[int(key)])
 
 
-def sources(pid, ifname):
-    """{IPv4 source: {"packets", "ect", "marked", "over"}} the marker on ifname has counted since
-    it was attached, or None where none is attached."""
+def sources(table):
+    """{IPv4 source: {"packets", "ect", "marked", "over"}} a marker has counted since it was
+    attached, from its ``source_counts`` map (an id; None: None)."""
     # the key is the address as on the wire, which bpftool prints as this machine's integer
-    return _dump(pid, ifname, "source_counts", lambda key: socket.inet_ntoa(struct.pack("=I", int(key))))
+    return _dump(table, lambda key: socket.inet_ntoa(struct.pack("=I", int(key))))

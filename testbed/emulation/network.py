@@ -23,6 +23,7 @@ from mininet.util import errRun
 from testbed.emulation import cores, dctcp, drops, ovs, preflight, runrecord, sendbuffer, shaping, slots, txcompletion
 from testbed.emulation import ecn as ecn_marking
 from testbed.emulation.controller import Controller, wait_for_rules
+from testbed.emulation.controller import marks as controller_marks  # noqa: I001
 from testbed.emulation.cpu import CpuMonitor
 from testbed.emulation.processes import LOOPBACK, POPEN, Program, argv
 from testbed.emulation.watchdog import Watchdog
@@ -446,7 +447,8 @@ class Emulation:
 
     def _mark_ports(self, k, drain=1.0):
         """The ECN marker at threshold k on every switch port (emulation.ecn), its virtual queue
-        drained at `drain` times the link's rate, or none where k is None."""
+        drained at `drain` times the link's rate, or none where k is None; the controller is told
+        where to read their marks."""
         for pid, ports in self._switch_ports_by_namespace().items():
             for intf, link in ports:
                 ecn_marking.detach(pid, intf)
@@ -454,6 +456,9 @@ class Emulation:
                     limit = ecn_marking.fifo_limit(link.queue, self.mtu)
                     ecn_marking.attach(pid, intf, ecn_marking.build(round(link.rate * 1e6 * drain), k, limit,
                                                                     str(self.run_dir / "ecn")))
+        if self.controller:        # a machine's share of a fabric has none (and no --ecn)
+            tables = self.marker_maps() if k else {}
+            self.controller.watch_marks({intf: maps["ecn_counts"] for intf, maps in tables.items()})
 
     def set_ecn(self, k, drain=1.0):
         """From now on every switch port marks above k bytes (None: drop-tail only), and new TCP
@@ -493,18 +498,30 @@ class Emulation:
     def ecn_counts(self):
         """{switch port: {class: {"packets", "ect", "marked", "over"}}} since the fabric was built
         (emulation.ecn), {} without --ecn."""
-        return self._each_marker(ecn_marking.counts)
+        return self._each_marker(ecn_marking.counts, "ecn_counts")
 
     def ecn_sources(self):
         """{switch port: {IPv4 source: {"packets", "ect", "marked", "over"}}} since the fabric was
         built (emulation.ecn): whose packets each port marked; {} without --ecn."""
-        return self._each_marker(ecn_marking.sources)
+        return self._each_marker(ecn_marking.sources, "source_counts")
 
-    def _each_marker(self, read):
-        """{switch port: read(its namespace's pid, port)}, {} without --ecn."""
+    def _each_marker(self, read, table):
+        """{switch port: read(the id of its marker's map `table`)}, {} without --ecn."""
         if not self.ecn:
             return {}
-        return {intf: read(pid, intf) for pid, ports in self._switch_ports_by_namespace().items() for intf, _ in ports}
+        found = self.marker_maps()
+        return {intf: read(found.get(intf, {}).get(table))
+                for ports in self._switch_ports_by_namespace().values() for intf, _ in ports}
+
+    def controller_marks(self):
+        """{switch port: {class: packets marked}}: the marks the controller last read at each port
+        that has marked since the markers were attached, read off its log (emulation.controller)."""
+        return controller_marks(self.controller.log_path)
+
+    def marker_maps(self):
+        """{switch port: {map name: id}} of the markers on every switch port (emulation.ecn)."""
+        return ecn_marking.maps({pid: [intf for intf, _ in ports]
+                                 for pid, ports in self._switch_ports_by_namespace().items()})
 
     def _vital_parts(self):
         """The watchdog's checks: None while the part runs, else what died and what to do."""

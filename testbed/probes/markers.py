@@ -1,8 +1,9 @@
 """What the ECN markers at the switch ports (emulation.ecn) hold, read from their maps with the
 bpf(2) system call (a bpftool process per read would take 5-10 ms, several frames' time at these
 rates): how closely a marker's virtual queue of the data class follows the real FIFO behind it,
-beside the FIFO's backlog that the queue sampler reads over netlink (``VirtualQueue``); and how many
-packets each port has marked, over time (``MarkSampler``)."""
+beside the FIFO's backlog that the queue sampler reads over netlink (``VirtualQueue``); each port's
+counts per class, read at once (``Counters``, which the controller reads too); and how many packets
+each port has marked, over time (``MarkSampler``)."""
 import bisect
 import ctypes
 import os
@@ -14,9 +15,9 @@ import time
 
 BPF_SYSCALL = {"x86_64": 321, "aarch64": 280}
 MAP_LOOKUP_ELEM, MAP_GET_FD_BY_ID = 1, 14
-REST = 0                              # the marker's class of data (ecn_marker.bpf.c)
-CLASSES = (0, 1)                      # its classes: the rest, the high class
-COUNTS_BYTES = 32                     # its struct counts
+REST = 0                              # the index of the marker's class of data (ecn_marker.bpf.c)
+CLASSES = ("rest", "high")            # its classes, by index
+COUNTS = ("packets", "ect", "marked", "over")     # its struct counts, u64 each
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
@@ -31,6 +32,44 @@ def _map_fd(map_id, what):
     if fd < 0:
         raise OSError(ctypes.get_errno(), f"no marker map {map_id} at {what}: {os.strerror(ctypes.get_errno())}")
     return fd
+
+
+class Counters:
+    """with Counters({port: its marker's ecn_counts map id}) as c: c.read(): {port: {class:
+    {"packets", "ect", "marked", "over"}}} since the marker was attached, every port's in one go
+    (a port whose map cannot be read left out); the maps stay open until the block ends."""
+
+    def __init__(self, map_ids):
+        self.map_ids, self._fds = dict(map_ids), {}
+
+    def __enter__(self):
+        try:
+            for port, map_id in self.map_ids.items():
+                self._fds[port] = _map_fd(map_id, port)
+        except OSError:
+            self.__exit__()
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        for fd in self._fds.values():
+            os.close(fd)
+        self._fds = {}
+
+    def read(self):
+        out = {}
+        for port, fd in self._fds.items():
+            classes = {cls: self._lookup(fd, index) for index, cls in enumerate(CLASSES)}
+            if None not in classes.values():
+                out[port] = classes
+        return out
+
+    @staticmethod
+    def _lookup(fd, index):
+        key, value = ctypes.c_uint32(index), ctypes.create_string_buffer(8 * len(COUNTS))
+        if _bpf(MAP_LOOKUP_ELEM, struct.pack("IIQQQ", fd, 0, ctypes.addressof(key), ctypes.addressof(value), 0)) < 0:
+            return None
+        return dict(zip(COUNTS, struct.unpack_from(f"{len(COUNTS)}Q", value), strict=True))
 
 
 class VirtualQueue:
@@ -95,17 +134,12 @@ class MarkSampler:
     telemetry reads them)."""
 
     def __init__(self, map_ids, interval=0.25):
-        self.map_ids, self.interval = dict(map_ids), interval
-        self.samples = {port: [] for port in self.map_ids}
-        self._done, self._thread, self._fds = threading.Event(), None, {}
+        self.counters, self.interval = Counters(map_ids), interval
+        self.samples = {port: [] for port in map_ids}
+        self._done, self._thread = threading.Event(), None
 
     def __enter__(self):
-        try:
-            for port, map_id in self.map_ids.items():
-                self._fds[port] = _map_fd(map_id, port)
-        except OSError:
-            self.__exit__()
-            raise
+        self.counters.__enter__()
         self._thread = threading.Thread(target=self._poll, name="ECN marks", daemon=True)
         self._thread.start()
         return self
@@ -114,26 +148,12 @@ class MarkSampler:
         self._done.set()
         if self._thread is not None:
             self._thread.join()
-        for fd in self._fds.values():
-            os.close(fd)
-        self._fds = {}
-
-    def _marked(self, fd):
-        total, value = 0, ctypes.create_string_buffer(COUNTS_BYTES)
-        for cls in CLASSES:
-            key = ctypes.c_uint32(cls)
-            if _bpf(MAP_LOOKUP_ELEM, struct.pack("IIQQQ", fd, 0, ctypes.addressof(key), ctypes.addressof(value),
-                                                 0)) < 0:
-                return None
-            total += struct.unpack_from("QQQQ", value)[2]        # struct counts: packets, ect, marked, over
-        return total
+        self.counters.__exit__()
 
     def _poll(self):
         while True:
             now = time.time()
-            for port, fd in self._fds.items():
-                marked = self._marked(fd)
-                if marked is not None:
-                    self.samples[port].append((now, marked))
+            for port, classes in self.counters.read().items():
+                self.samples[port].append((now, sum(counts["marked"] for counts in classes.values())))
             if self._done.wait(self.interval):
                 return

@@ -19,7 +19,6 @@ import time
 from testbed.collectives.coordinator import AllreduceError
 from testbed.collectives.data import ELEMENT_BYTES
 from testbed.collectives.metrics import bandwidths
-from testbed.emulation import ecn
 from testbed.emulation.controller import port_events
 from testbed.fidelity.diagnosis import Window, diagnose
 from testbed.fidelity.monitor import BASELINE_WINDOWS, CADENCE_S, Monitor
@@ -92,8 +91,9 @@ class Watch:
             self.edges = QueueSampler(nics, EDGE_INTERVAL_S, self._host_netns).__enter__()
             # with --ecn, the markers there when the watch starts, as a switch's ECN counters
             if getattr(self.emu, "ecn", None):
-                self.marks = MarkSampler({port: ecn.map_id(self.emu.port_netns(port), port, "ecn_counts")
-                                          for port in ports}, EDGE_INTERVAL_S).__enter__()
+                tables = self.emu.marker_maps()
+                self.marks = MarkSampler({port: tables[port]["ecn_counts"] for port in ports},
+                                         EDGE_INTERVAL_S).__enter__()
             self.offset = time.time() - time.monotonic()   # wall clock to monotonic, for samples and events
             self.started = self.now()
             self.monitor = Monitor(self.emu.topo, self.window, self.started, self.cadence, self.baseline,

@@ -1,8 +1,8 @@
 """ECN marking at every switch port (--ecn) on a real fabric: two long flows into one host, one of
 them ECN-capable. The capable flow's packets arrive with CE set, the other's never; the port
 facing the receiver counts its marks in the class they went in and by the source that sent them;
-and no program is left once the
-fabric is gone, also after a run killed mid-way and --cleanup."""
+the controller reads the same marks; and no program is left once the fabric is gone, also after a
+run killed mid-way and --cleanup."""
 import os
 import signal
 import subprocess
@@ -13,6 +13,7 @@ import pytest
 from scapy.all import IP, rdpcap
 
 import testbed
+from controllers.path_installer import MARKS_POLL_S
 from testbed.emulation import ecn
 from testbed.topology import BiGraph, interface
 from tests.emulation.machine import leftovers
@@ -38,12 +39,13 @@ def marked(tmp_path_factory):
         finally:
             dump.terminate()
             dump.wait(10)
-        counts, sources = net.ecn_counts(), net.ecn_sources()
+        time.sleep(3 * MARKS_POLL_S)                 # the controller's reading after the last mark
+        counts, sources, read = net.ecn_counts(), net.ecn_sources(), net.controller_marks()
         facing = interface(*topo.attachment(topo.hosts["h2"].ports[0]))
         attached = len(ecn.loaded())
     ip = {h: topo.hosts[h].ports[0].ip for h in ("h0", "h1")}
     packets = [p[IP] for p in rdpcap(str(pcap)) if IP in p]
-    return {"flows": flows, "counts": counts, "sources": sources, "seen": seen, "facing": facing,
+    return {"flows": flows, "counts": counts, "sources": sources, "read": read, "seen": seen, "facing": facing,
             "attached": attached, "ip": ip, "packets": packets, "ports": len(topo.switch_ports())}
 
 
@@ -73,6 +75,13 @@ def test_the_marks_are_counted_by_the_source_that_sent_the_packets(marked):
     by = {h: seen.sent_by([h]) for h in ("h0", "h1", "h2")}     # h2 sends ACKs only, never ECN-capable
     assert by["h0"]["sent_marked"] > 0 and by["h1"] == {"sent_marked": 0, "sent_ect": 0}
     assert by["h0"]["sent_marked"] + by["h2"]["sent_marked"] == seen.row["marked"], (by, seen.row)
+
+
+def test_the_controller_reads_every_ports_marks(marked):
+    counted = {port: {cls: c["marked"] for cls, c in classes.items() if c["marked"]}
+               for port, classes in marked["counts"].items()}
+    assert marked["read"] == {port: classes for port, classes in counted.items() if classes}
+    assert marked["read"][marked["facing"]]["rest"] > 0
 
 
 def test_no_marker_is_left_after_the_fabric(marked):
