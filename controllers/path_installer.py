@@ -30,11 +30,13 @@ An operator (or a fault detector) can drain links: the app watches the ``--drain
 list of links as [switch, port, node, port], and routes around the links it names, up or not,
 until they leave the list, as C4P moves flows off a link it finds slow.
 
-With ECN marking at the switch ports, the marks are counted by eBPF programs on the ports, which
-OpenFlow's statistics cannot carry: the app reads their counters itself, with the bpf(2) system
-call (``testbed.probes.markers``), from the maps the ``--marks`` file names ({port: map id}, read
-again whenever it changes), every MARKS_POLL_S seconds, and logs each port whose marks grew with
-its count per class.
+With ECN marking at the switch ports, congestion is signalled where OpenFlow's statistics cannot
+see it: the marks are counted by eBPF programs on the ports, the drops by the ports' FIFOs (qdiscs
+that Open vSwitch did not make, so it reports no queue for them). The app reads both itself, every
+CONGESTION_POLL_S seconds, at the ports the ``--congestion`` file names ({port: [its marker's count
+map id, the pid of its network namespace or null]}, read again whenever it changes): the marks with
+the bpf(2) system call (``testbed.probes.markers``), the drops from one netlink dump of the qdiscs
+per namespace; and logs each port whose marks or drops grew, with its count per class.
 """
 import json
 import struct
@@ -49,6 +51,7 @@ from os_ken.lib import hub
 from os_ken.ofproto import ether, ofproto_v1_5
 
 from testbed import routing
+from testbed.emulation.shaping import fifo_stats_by_class, open_netlink
 from testbed.probes.markers import Counters
 from testbed.topology import from_spec, interface
 
@@ -56,10 +59,10 @@ cfg.CONF.register_cli_opts([
     cfg.StrOpt("routing", help="the routing plan (JSON) with rules per datapath id"),
     cfg.StrOpt("topology", help="the fabric (JSON, as the testbed writes it), to route around failures"),
     cfg.StrOpt("drain", help="a JSON file of links to route around (read again whenever it changes)"),
-    cfg.StrOpt("marks", help="a JSON file of the ECN markers' count maps per switch port (read again whenever "
-                             "it changes)"),
+    cfg.StrOpt("congestion", help="a JSON file of the switch ports whose ECN marks and drops to read (read again "
+                                  "whenever it changes)"),
 ])
-DRAIN_POLL_S, MARKS_POLL_S = 0.2, 0.5
+DRAIN_POLL_S, CONGESTION_POLL_S = 0.2, 0.5
 LEARN_POLL_S, LEARN_READINGS, LONG_FLOW_SHARE = 0.5, 4, 0.1
 
 ROUTE_PRIORITY = 100
@@ -94,8 +97,8 @@ class PathInstaller(app_manager.OSKenApp):
         if cfg.CONF.drain and self.topo is not None:
             self._drain_file, self._drain_seen = Path(cfg.CONF.drain), ""
             hub.spawn(self.watch_drain)
-        if cfg.CONF.marks and self.topo is not None:
-            hub.spawn(self.watch_marks, Path(cfg.CONF.marks))
+        if cfg.CONF.congestion and self.topo is not None:
+            hub.spawn(self.watch_congestion, Path(cfg.CONF.congestion))
 
     @staticmethod
     def by_match(rules):
@@ -156,35 +159,36 @@ class PathInstaller(app_manager.OSKenApp):
         self.logger.info("drain: %d links drained; %d rules changed on %d switches in %.1f ms", len(self.drained),
                          sum(changed.values()), len(changed), 1000 * (time.monotonic() - started))
 
-    def watch_marks(self, path):
-        seen, counters, marked = "", Counters({}), {}
+    def watch_congestion(self, path):
+        seen, ports, before = "", Ports({}), {}
         while True:
-            hub.sleep(MARKS_POLL_S)
+            hub.sleep(CONGESTION_POLL_S)
             try:
                 text = path.read_text()
             except OSError:
                 text = seen
             if text != seen:
-                seen, tables = text, json.loads(text or "{}")
-                counters.__exit__()
-                counters, marked = Counters({port: table for port, table in tables.items() if port in self.port_of}), {}
+                ports.close()
+                seen, before = text, {}
                 try:
-                    counters.__enter__()
+                    ports = Ports({port: at for port, at in json.loads(text or "{}").items() if port in self.port_of})
                 except OSError as e:     # the markers went before the file that names them was replaced
-                    self.logger.warning("marks: %s", e)
-                    counters = Counters({})
-                self.logger.info("marks read on %d ports", len(counters.map_ids))
-            marked = self.log_marks(counters.read(), marked)
+                    self.logger.warning("congestion: %s", e)
+                    ports = Ports({})
+                self.logger.info("congestion read on %d ports", len(ports.where))
+            before = self.log_congestion(ports.read(), before)
 
-    def log_marks(self, reading, before):
-        """Logs the ports whose marks grew since `before` with their counts per class; returns the
-        counts as {port: {class: marked}}."""
-        now = {port: {cls: counts["marked"] for cls, counts in classes.items()} for port, classes in reading.items()}
-        grew = [f"{':'.join(map(str, self.port_of[port]))} {cls} {count}" for port, classes in sorted(now.items())
-                for cls, count in classes.items() if count > before.get(port, {}).get(cls, 0)]
-        if grew:
-            self.logger.info("marks at %.3f: %s", time.time(), ", ".join(grew))
-        return now
+    def log_congestion(self, reading, before):
+        """Logs the ports whose marks or drops grew since `before` ({signal: {port: {class: count}}}),
+        with their counts per class; returns `reading`."""
+        for signal, counts in reading.items():
+            was = before.get(signal, {})
+            grew = [f"{':'.join(map(str, self.port_of[port]))} {cls} {count}"
+                    for port, classes in sorted(counts.items())
+                    for cls, count in classes.items() if count > was.get(port, {}).get(cls, 0)]
+            if grew:
+                self.logger.info("%s at %.3f: %s", signal, time.time(), ", ".join(grew))
+        return reading
 
     def learn_long_flows(self):
         while True:
@@ -300,3 +304,39 @@ class PathInstaller(app_manager.OSKenApp):
         return datapath.ofproto_parser.OFPGroupPropExperimenter(
             type_=datapath.ofproto.OFPGPT_EXPERIMENTER, experimenter=NTR_VENDOR_ID,
             exp_type=NTRT_SELECTION_METHOD, data=words)
+
+
+class Ports:
+    """The switch ports whose congestion the app reads: {port: [its marker's count map id, the pid
+    of its namespace or None]}; read(): {"marks": {port: {class: packets marked}}, "drops": {port:
+    {class: packets dropped}}} since the marker was attached and the FIFO made."""
+
+    def __init__(self, where):
+        self.where, self.netlink = where, {}
+        self.counters = Counters({port: table for port, (table, _) in where.items()})
+        self.counters.__enter__()
+        try:
+            for pid in {pid for _, pid in where.values()}:
+                self.netlink[pid] = open_netlink(pid)
+        except OSError:
+            self.close()
+            raise
+
+    def read(self):
+        marks = {port: {cls: counts["marked"] for cls, counts in classes.items()}
+                 for port, classes in self.counters.read().items()}
+        drops = {}
+        for pid, ipr in self.netlink.items():
+            try:
+                fifos = fifo_stats_by_class(ipr, [port for port, (_, at) in self.where.items() if at == pid])
+            except (OSError, LookupError):      # the ports went with the fabric
+                continue
+            drops.update({port: {cls: stats["drops"] for cls, stats in classes.items()}
+                          for port, classes in fifos.items()})
+        return {"marks": marks, "drops": drops}
+
+    def close(self):
+        self.counters.__exit__()
+        for ipr in self.netlink.values():
+            ipr.close()
+        self.netlink = {}

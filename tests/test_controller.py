@@ -153,20 +153,22 @@ def test_a_link_is_down_while_either_of_its_switch_ends_reports_down(tmp_path):
         assert (link in app.down) == expect
 
 
-def test_the_ports_whose_marks_grew_are_logged_and_read_back_off_the_log(tmp_path):
-    from testbed.emulation.controller import marks
+def test_the_ports_whose_marks_or_drops_grew_are_logged_and_read_back_off_the_log(tmp_path):
+    from testbed.emulation.controller import congestion
     from testbed.topology import LeafSpine
     app, _ = start(tmp_path, LeafSpine(2, 2, 1), "ecmp")
-    lines = ["marks read on 4 ports"]
+    lines = ["congestion read on 4 ports"]
     app.logger = SimpleNamespace(info=lambda fmt, *args: lines.append(fmt % args))
-    counts = lambda rest, high: {"rest": {"marked": rest}, "high": {"marked": high}}
-    before = app.log_marks({"tb1-eth2": counts(5, 0), "tb3-eth1": counts(0, 0)}, {})
-    before = app.log_marks({"tb1-eth2": counts(5, 0), "tb3-eth1": counts(0, 0)}, before)   # nothing grew
-    app.log_marks({"tb1-eth2": counts(9, 1), "tb3-eth1": counts(0, 0)}, before)
-    assert len(lines) == 3 and lines[1].endswith(": tb1:2 rest 5") and lines[2].endswith(": tb1:2 rest 9, tb1:2 high 1")
+    at = lambda rest, high, dropped: {"marks": {"tb1-eth2": {"rest": rest, "high": high}, "tb3-eth1": {"rest": 0}},
+                                      "drops": {"tb1-eth2": {"rest": dropped}}}
+    before = app.log_congestion(at(5, 0, 0), {})
+    before = app.log_congestion(at(5, 0, 0), before)        # nothing grew: nothing logged
+    app.log_congestion(at(9, 1, 2), before)
+    assert len(lines) == 4 and lines[1].startswith("marks at ") and lines[1].endswith(": tb1:2 rest 5")
+    assert lines[2].endswith(": tb1:2 rest 9, tb1:2 high 1") and lines[3].startswith("drops at ")
     log = tmp_path / "controller.log"
     log.write_text("\n".join(lines) + "\n")
-    assert marks(log) == {"tb1-eth2": {"rest": 9, "high": 1}}
-    log.write_text("\n".join(lines + ["marks read on 4 ports"]) + "\n")   # markers attached afresh: counted anew
-    assert marks(log) == {}
-    assert marks(tmp_path / "none.log") == {}
+    assert congestion(log) == {"marks": {"tb1-eth2": {"rest": 9, "high": 1}}, "drops": {"tb1-eth2": {"rest": 2}}}
+    log.write_text("\n".join(lines + ["congestion read on 4 ports"]) + "\n")   # markers attached afresh
+    assert congestion(log) == {"marks": {}, "drops": {}}
+    assert congestion(tmp_path / "none.log") == {"marks": {}, "drops": {}}

@@ -2,9 +2,9 @@
 
 It reads the routing plan from the run folder. Readiness is checked on the switches themselves: a
 switch is ready when its flow table holds every rule the plan gives it (plus the table-miss rule).
-The run tells it what to route around (the drain file) and, with --ecn, where each switch port's
-ECN marks are counted (the marks file); it logs the marks it reads, as it logs the ports it sees go
-down, and the run reads both back from its log.
+The run tells it what to route around (the drain file) and, with --ecn, where to read each switch
+port's ECN marks and drops (the congestion file); it logs the counts that grew, as it logs the ports
+it sees go down, and the run reads both back from its log.
 """
 import json
 import re
@@ -27,13 +27,14 @@ class Controller:
         self.port, self.proc = free_port(), None
         self.log_path = self.run_dir / "controller.log"
         self.drain_path = self.run_dir / "drain.json"
-        self.marks_path = self.run_dir / "marks.json"
+        self.congestion_path = self.run_dir / "congestion.json"
 
     def start(self):
         self._log = open(self.log_path, "w")   # noqa: SIM115 (open while the controller runs; closed in stop())
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "controllers", "--routing", str(self.plan_file),
-             "--topology", str(self.topology_file), "--drain", str(self.drain_path), "--marks", str(self.marks_path),
+             "--topology", str(self.topology_file), "--drain", str(self.drain_path),
+             "--congestion", str(self.congestion_path),
              "--ofp-listen-host", self.host, "--ofp-tcp-listen-port", str(self.port)],
             cwd=PROJECT, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             start_new_session=True)   # a signal to the run's process group (Ctrl-C, timeout) is the run's to handle
@@ -44,10 +45,10 @@ class Controller:
         link back)."""
         _publish(self.drain_path, [list(end) for end in ends])
 
-    def watch_marks(self, tables):
-        """Have the controller read the ECN marks of the switch ports in `tables` ({port: its
-        marker's ecn_counts map id}; {}: none)."""
-        _publish(self.marks_path, tables)
+    def watch_congestion(self, ports):
+        """Have the controller read the ECN marks and the drops of the switch ports in `ports`
+        ({port: (its marker's ecn_counts map id, the pid of its namespace or None)}; {}: none)."""
+        _publish(self.congestion_path, {port: list(at) for port, at in ports.items()})
 
     def stop(self):
         if self.proc and self.proc.poll() is None:
@@ -101,22 +102,24 @@ def port_events(log_path):
     return [(float(t), switch, int(port), state == "up") for switch, port, state, t in PORT_EVENT.findall(text)]
 
 
-MARKS = re.compile(r"marks (?:at \d+\.\d+: (.*)|read on (\d+) ports)$", re.MULTILINE)
-PORT_MARKS = re.compile(r"(\S+):(\d+) (\w+) (\d+)")
+CONGESTION = re.compile(r"(?:(marks|drops) at \d+\.\d+: (.*)|congestion read on \d+ ports)$", re.MULTILINE)
+PORT_COUNT = re.compile(r"(\S+):(\d+) (\w+) (\d+)")
 
 
-def marks(log_path):
-    """{switch port: {class: packets marked since its marker was attached}}: the last count the
-    controller logged for each port that has marked since it was last told where to read (its
-    watch_marks), as an operator reads ECN counters off the controller; {} before it logged any."""
+def congestion(log_path):
+    """{"marks": {switch port: {class: packets marked since its marker was attached}}, "drops":
+    {switch port: {class: packets its FIFO dropped since it was made}}}: the last count the
+    controller logged for each port where it grew since the controller was last told where to read
+    (its watch_congestion), as an operator reads a switch's ECN and drop counters off the
+    controller; empty before it logged any."""
     try:
         text = Path(log_path).read_text()
     except OSError:
-        return {}
-    out = {}
-    for counts, told in MARKS.findall(text):
-        if told:
-            out = {}
-        for switch, port, cls, count in PORT_MARKS.findall(counts):
-            out.setdefault(interface(switch, int(port)), {})[cls] = int(count)
+        text = ""
+    out = {"marks": {}, "drops": {}}
+    for signal, counts in CONGESTION.findall(text):
+        if not signal:
+            out = {"marks": {}, "drops": {}}
+        for switch, port, cls, count in PORT_COUNT.findall(counts):
+            out[signal].setdefault(interface(switch, int(port)), {})[cls] = int(count)
     return out

@@ -23,7 +23,7 @@ from mininet.util import errRun
 from testbed.emulation import cores, dctcp, drops, ovs, preflight, runrecord, sendbuffer, shaping, slots, txcompletion
 from testbed.emulation import ecn as ecn_marking
 from testbed.emulation.controller import Controller, wait_for_rules
-from testbed.emulation.controller import marks as controller_marks  # noqa: I001
+from testbed.emulation.controller import congestion as controller_congestion  # noqa: I001
 from testbed.emulation.cpu import CpuMonitor
 from testbed.emulation.processes import LOOPBACK, POPEN, Program, argv
 from testbed.emulation.watchdog import Watchdog
@@ -448,7 +448,7 @@ class Emulation:
     def _mark_ports(self, k, drain=1.0):
         """The ECN marker at threshold k on every switch port (emulation.ecn), its virtual queue
         drained at `drain` times the link's rate, or none where k is None; the controller is told
-        where to read their marks."""
+        where to read the ports' marks and drops."""
         for pid, ports in self._switch_ports_by_namespace().items():
             for intf, link in ports:
                 ecn_marking.detach(pid, intf)
@@ -458,7 +458,9 @@ class Emulation:
                                                                     str(self.run_dir / "ecn")))
         if self.controller:        # a machine's share of a fabric has none (and no --ecn)
             tables = self.marker_maps() if k else {}
-            self.controller.watch_marks({intf: maps["ecn_counts"] for intf, maps in tables.items()})
+            self.controller.watch_congestion({intf: (tables[intf]["ecn_counts"], pid) for pid, ports in
+                                              self._switch_ports_by_namespace().items() for intf, _ in ports
+                                              if intf in tables})
 
     def set_ecn(self, k, drain=1.0):
         """From now on every switch port marks above k bytes (None: drop-tail only), and new TCP
@@ -513,10 +515,11 @@ class Emulation:
         return {intf: read(found.get(intf, {}).get(table))
                 for ports in self._switch_ports_by_namespace().values() for intf, _ in ports}
 
-    def controller_marks(self):
-        """{switch port: {class: packets marked}}: the marks the controller last read at each port
-        that has marked since the markers were attached, read off its log (emulation.controller)."""
-        return controller_marks(self.controller.log_path)
+    def controller_congestion(self):
+        """{"marks": {switch port: {class: packets marked}}, "drops": {switch port: {class: packets
+        dropped}}}: what the controller last read at each port where it grew since the markers were
+        attached, off its log (emulation.controller); empty without --ecn."""
+        return controller_congestion(self.controller.log_path)
 
     def marker_maps(self):
         """{switch port: {map name: id}} of the markers on every switch port (emulation.ecn)."""

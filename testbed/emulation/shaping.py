@@ -48,6 +48,11 @@ def _setns(fd):
         raise OSError(ctypes.get_errno(), "setns failed")
 
 
+def open_netlink(pid=None):
+    """An IPRoute in the namespace of process pid (None: this process's namespace), to close when done."""
+    return _ipr_in_namespace(pid) if pid else IPRoute()
+
+
 def _ipr_in_namespace(pid):
     """An IPRoute whose netlink socket lives in pid's network namespace. The socket is opened by
     this thread inside that namespace and keeps it afterwards (pyroute2's own netns= forks a
@@ -68,7 +73,7 @@ def _ipr_in_namespace(pid):
 @contextmanager
 def netlink(pid=None):
     """An IPRoute in the namespace of process pid (None: this process's namespace)."""
-    ipr = _ipr_in_namespace(pid) if pid else IPRoute()
+    ipr = open_netlink(pid)
     try:
         yield ipr
     finally:
@@ -177,18 +182,24 @@ def _fifo_stats(msg):
             "bytes": basic["bytes"], "packets": basic["packets"]}
 
 
-def queue_stats_all(ipr, ifnames):
-    """{ifname: its FIFOs' counters together} for several interfaces, from one dump of every qdisc."""
+def fifo_stats_by_class(ipr, ifnames):
+    """{ifname: {class ("rest", "high"): its FIFO's counters}} for several interfaces, from one
+    dump of every qdisc (a port with one FIFO has "rest" only)."""
     wanted = {index_of(ipr, name): name for name in ifnames}
     found = {}
     for msg in ipr.get_qdiscs():
         if msg["index"] in wanted and msg["handle"] in (FIFO, FIFO_HIGH):
-            stats, name = _fifo_stats(msg), wanted[msg["index"]]
-            found[name] = {k: found[name][k] + v for k, v in stats.items()} if name in found else stats
+            found.setdefault(wanted[msg["index"]], {})["rest" if msg["handle"] == FIFO else "high"] = _fifo_stats(msg)
     missing = set(ifnames) - set(found)
     if missing:
         raise LookupError(f"{' '.join(sorted(missing))} not shaped")
     return found
+
+
+def queue_stats_all(ipr, ifnames):
+    """{ifname: its FIFOs' counters together} for several interfaces, from one dump of every qdisc."""
+    return {name: {key: sum(stats[key] for stats in classes.values()) for key in next(iter(classes.values()))}
+            for name, classes in fifo_stats_by_class(ipr, ifnames).items()}
 
 
 def static_neighbours(ipr, ifname, neighbours):

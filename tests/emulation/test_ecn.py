@@ -1,8 +1,8 @@
 """ECN marking at every switch port (--ecn) on a real fabric: two long flows into one host, one of
 them ECN-capable. The capable flow's packets arrive with CE set, the other's never; the port
 facing the receiver counts its marks in the class they went in and by the source that sent them;
-the controller reads the same marks; and no program is left once the fabric is gone, also after a
-run killed mid-way and --cleanup."""
+the controller reads the same marks and the FIFOs' drops; and no program is left once the fabric
+is gone, also after a run killed mid-way and --cleanup."""
 import os
 import signal
 import subprocess
@@ -13,13 +13,14 @@ import pytest
 from scapy.all import IP, rdpcap
 
 import testbed
-from controllers.path_installer import MARKS_POLL_S
-from testbed.emulation import ecn
+from controllers.path_installer import CONGESTION_POLL_S
+from testbed.emulation import ecn, shaping
 from testbed.topology import BiGraph, interface
 from tests.emulation.machine import leftovers
 from tests.emulation.test_cleanup import PROJECT, _wait_for
 
 K = 30000
+QUEUE = 10                            # packets of 9 KB: a FIFO that h1's flow, never marked, fills
 pytestmark = pytest.mark.skipif(ecn.missing() is not None, reason="needs clang, bpftool and libbpf-dev (setup.sh)")
 
 
@@ -27,7 +28,7 @@ pytestmark = pytest.mark.skipif(ecn.missing() is not None, reason="needs clang, 
 def marked(tmp_path_factory):
     folder = tmp_path_factory.mktemp("ecn")
     pcap = folder / "h2.pcap"
-    with testbed.emulate(testbed.fabric("leafspine:2,2,2"), folder=folder, ecn=K) as emu:
+    with testbed.emulate(testbed.fabric("leafspine:2,2,2", queue=QUEUE), folder=folder, ecn=K) as emu:
         net, topo = emu.emulation, emu.topo
         net.host("h1").cmd("sysctl -qw net.ipv4.tcp_ecn=0")            # h1's TCP does not ask for ECN
         dump = net.host("h2").popen(["tcpdump", "-i", "h2-eth0", "-s", "80", "-U", "-w", str(pcap), "tcp"],
@@ -39,14 +40,16 @@ def marked(tmp_path_factory):
         finally:
             dump.terminate()
             dump.wait(10)
-        time.sleep(3 * MARKS_POLL_S)                 # the controller's reading after the last mark
-        counts, sources, read = net.ecn_counts(), net.ecn_sources(), net.controller_marks()
+        time.sleep(3 * CONGESTION_POLL_S)                 # the controller's reading after the last mark
+        counts, sources, read = net.ecn_counts(), net.ecn_sources(), net.controller_congestion()
+        with shaping.netlink() as ipr:
+            fifos = shaping.fifo_stats_by_class(ipr, [intf for intf, _ in topo.switch_ports()])
         facing = interface(*topo.attachment(topo.hosts["h2"].ports[0]))
         attached = len(ecn.loaded())
     ip = {h: topo.hosts[h].ports[0].ip for h in ("h0", "h1")}
     packets = [p[IP] for p in rdpcap(str(pcap)) if IP in p]
-    return {"flows": flows, "counts": counts, "sources": sources, "read": read, "seen": seen, "facing": facing,
-            "attached": attached, "ip": ip, "packets": packets, "ports": len(topo.switch_ports())}
+    return {"flows": flows, "counts": counts, "sources": sources, "read": read, "fifos": fifos, "seen": seen,
+            "facing": facing, "attached": attached, "ip": ip, "packets": packets, "ports": len(topo.switch_ports())}
 
 
 def test_an_ecn_capable_flow_is_marked_and_the_other_never(marked):
@@ -77,11 +80,15 @@ def test_the_marks_are_counted_by_the_source_that_sent_the_packets(marked):
     assert by["h0"]["sent_marked"] + by["h2"]["sent_marked"] == seen.row["marked"], (by, seen.row)
 
 
-def test_the_controller_reads_every_ports_marks(marked):
+def test_the_controller_reads_every_ports_marks_and_drops(marked):
     counted = {port: {cls: c["marked"] for cls, c in classes.items() if c["marked"]}
                for port, classes in marked["counts"].items()}
-    assert marked["read"] == {port: classes for port, classes in counted.items() if classes}
-    assert marked["read"][marked["facing"]]["rest"] > 0
+    dropped = {port: {cls: s["drops"] for cls, s in classes.items() if s["drops"]}
+               for port, classes in marked["fifos"].items()}
+    assert marked["read"]["marks"] == {port: classes for port, classes in counted.items() if classes}
+    assert marked["read"]["drops"] == {port: classes for port, classes in dropped.items() if classes}
+    assert marked["read"]["marks"][marked["facing"]]["rest"] > 0
+    assert marked["read"]["drops"][marked["facing"]]["rest"] > 0     # h1's flow, not ECN-capable, fills the FIFO
 
 
 def test_no_marker_is_left_after_the_fabric(marked):
