@@ -4,7 +4,8 @@ states a paper's claim with a tolerance: a regression fails the suite the day it
 claims are the ones each run prints and its page shows (``CLAIMS`` in the scenario's module). A
 smoke run has two or three trials: a gain whose interval lies on both sides of its bound is "not
 shown", which fails nothing; one the run refutes (its whole interval on the wrong side) or cannot
-measure fails the test."""
+measure fails the test. A machine whose calibration refuses a smoke run's load (a slow machine
+of this kind found no faithful load at MTU 1500) skips that scenario's claims, saying so."""
 import json
 import subprocess
 import sys
@@ -22,6 +23,9 @@ def smoke(name, folder):
     module = SCENARIOS[name]
     run = subprocess.run([sys.executable, "run_scenario.py", name, *module.SMOKE, "--results", str(folder)],
                          cwd=PROJECT, capture_output=True, text=True, timeout=900)
+    refusal = run.stderr.strip().splitlines()[-1] if run.returncode == 2 and run.stderr.strip() else ""
+    if "faithful" in refusal:    # this machine's calibration refuses the smoke's load, before anything is built
+        pytest.skip(f"{name}'s smoke run offers more than this machine forwards faithfully: {refusal}")
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
     record = json.loads((folder / "record.json").read_text())
     assert record["status"] == "complete" and record["headline"].get("#wrong", 0) == 0
