@@ -51,7 +51,7 @@ from os_ken.lib import hub
 from os_ken.ofproto import ether, ofproto_v1_5
 
 from testbed import routing
-from testbed.emulation.shaping import fifo_stats_by_class, open_netlink
+from testbed.emulation.shaping import fifo_stats_at, index_of, open_netlink
 from testbed.probes.markers import Counters
 from testbed.topology import from_spec, interface
 
@@ -62,7 +62,7 @@ cfg.CONF.register_cli_opts([
     cfg.StrOpt("congestion", help="a JSON file of the switch ports whose ECN marks and drops to read (read again "
                                   "whenever it changes)"),
 ])
-DRAIN_POLL_S, CONGESTION_POLL_S = 0.2, 0.5
+DRAIN_POLL_S, CONGESTION_POLL_S = 0.2, 1.0
 LEARN_POLL_S, LEARN_READINGS, LONG_FLOW_SHARE = 0.5, 4, 0.1
 
 ROUTE_PRIORITY = 100
@@ -172,7 +172,7 @@ class PathInstaller(app_manager.OSKenApp):
                 seen, before = text, {}
                 try:
                     ports = Ports({port: at for port, at in json.loads(text or "{}").items() if port in self.port_of})
-                except OSError as e:     # the markers went before the file that names them was replaced
+                except (OSError, LookupError) as e:   # the ports went before the file naming them was replaced
                     self.logger.warning("congestion: %s", e)
                     ports = Ports({})
                 self.logger.info("congestion read on %d ports", len(ports.where))
@@ -315,10 +315,12 @@ class Ports:
         self.where, self.netlink = where, {}
         self.counters = Counters({port: table for port, (table, _) in where.items()})
         self.counters.__enter__()
+        self.indices = {}       # {pid: {ifindex: port}}, looked up once
         try:
             for pid in {pid for _, pid in where.values()}:
-                self.netlink[pid] = open_netlink(pid)
-        except OSError:
+                ipr = self.netlink[pid] = open_netlink(pid)
+                self.indices[pid] = {index_of(ipr, port): port for port, (_, at) in where.items() if at == pid}
+        except (OSError, LookupError):
             self.close()
             raise
 
@@ -328,7 +330,7 @@ class Ports:
         drops = {}
         for pid, ipr in self.netlink.items():
             try:
-                fifos = fifo_stats_by_class(ipr, [port for port, (_, at) in self.where.items() if at == pid])
+                fifos = fifo_stats_at(ipr, self.indices[pid])
             except (OSError, LookupError):      # the ports went with the fabric
                 continue
             drops.update({port: {cls: stats["drops"] for cls, stats in classes.items()}

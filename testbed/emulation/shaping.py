@@ -185,12 +185,17 @@ def _fifo_stats(msg):
 def fifo_stats_by_class(ipr, ifnames):
     """{ifname: {class ("rest", "high"): its FIFO's counters}} for several interfaces, from one
     dump of every qdisc (a port with one FIFO has "rest" only)."""
-    wanted = {index_of(ipr, name): name for name in ifnames}
+    return fifo_stats_at(ipr, {index_of(ipr, name): name for name in ifnames})
+
+
+def fifo_stats_at(ipr, wanted):
+    """fifo_stats_by_class of the interfaces `wanted` ({ifindex: ifname}), for a reader that looks
+    their indices up once (each lookup is a dump of every link)."""
     found = {}
     for msg in ipr.get_qdiscs():
         if msg["index"] in wanted and msg["handle"] in (FIFO, FIFO_HIGH):
             found.setdefault(wanted[msg["index"]], {})["rest" if msg["handle"] == FIFO else "high"] = _fifo_stats(msg)
-    missing = set(ifnames) - set(found)
+    missing = set(wanted.values()) - set(found)
     if missing:
         raise LookupError(f"{' '.join(sorted(missing))} not shaped")
     return found
