@@ -449,7 +449,8 @@ class Emulation:
         """The ECN marker at threshold k on every switch port (emulation.ecn), its virtual queue
         drained at `drain` times the link's rate, or none where k is None; the controller is told
         where to read the ports' marks and drops."""
-        for pid, ports in self._switch_ports_by_namespace().items():
+        by_namespace = self._switch_ports_by_namespace()
+        for pid, ports in by_namespace.items():
             for intf, link in ports:
                 ecn_marking.detach(pid, intf)
                 if k:
@@ -459,8 +460,7 @@ class Emulation:
         if self.controller:        # a machine's share of a fabric has none (and no --ecn)
             tables = self.marker_maps() if k else {}
             self.controller.watch_congestion({intf: (tables[intf]["ecn_counts"], pid) for pid, ports in
-                                              self._switch_ports_by_namespace().items() for intf, _ in ports
-                                              if intf in tables})
+                                              by_namespace.items() for intf, _ in ports if intf in tables})
 
     def set_ecn(self, k, drain=1.0):
         """From now on every switch port marks above k bytes (None: drop-tail only), and new TCP

@@ -26,6 +26,13 @@ def _bpf(cmd, attr):
     return _libc.syscall(BPF_SYSCALL[platform.machine()], cmd, ctypes.create_string_buffer(attr, 128), 128)
 
 
+def _lookup(fd, key, value):
+    """Whether the map at fd holds `key` (a ctypes value), its value then copied into `value` (a
+    ctypes object of the map's value size)."""
+    attr = struct.pack("IIQQQ", fd, 0, ctypes.addressof(key), ctypes.addressof(value), 0)
+    return _bpf(MAP_LOOKUP_ELEM, attr) >= 0
+
+
 def _map_fd(map_id, what):
     """A file descriptor of the marker's map `map_id` (close it when done)."""
     fd = _bpf(MAP_GET_FD_BY_ID, struct.pack("III", map_id, 0, 0))
@@ -66,8 +73,8 @@ class Counters:
 
     @staticmethod
     def _lookup(fd, index):
-        key, value = ctypes.c_uint32(index), ctypes.create_string_buffer(8 * len(COUNTS))
-        if _bpf(MAP_LOOKUP_ELEM, struct.pack("IIQQQ", fd, 0, ctypes.addressof(key), ctypes.addressof(value), 0)) < 0:
+        value = ctypes.create_string_buffer(8 * len(COUNTS))
+        if not _lookup(fd, ctypes.c_uint32(index), value):
             return None
         return dict(zip(COUNTS, struct.unpack_from(f"{len(COUNTS)}Q", value), strict=True))
 
@@ -92,9 +99,8 @@ class VirtualQueue:
         os.close(self._fd)
 
     def _read(self):
-        key, value = ctypes.c_uint32(REST), ctypes.c_uint64(0)
-        attr = struct.pack("IIQQQ", self._fd, 0, ctypes.addressof(key), ctypes.addressof(value), 0)
-        if _bpf(MAP_LOOKUP_ELEM, attr) < 0:
+        value = ctypes.c_uint64(0)
+        if not _lookup(self._fd, ctypes.c_uint32(REST), value):
             return None
         now_ns = time.monotonic_ns()          # the program's clock (bpf_ktime_get_ns)
         return max(0, value.value - now_ns) * self.rate / 8e9
