@@ -159,12 +159,18 @@ def show_pages(stale_only):
     """--pages: draw the pages' blocks from their records; --stale: list the blocks not current."""
     if stale_only:
         found = pages.stale(SCENARIOS, parser())
-        for page, path, parts, why, command in found:
-            print(f"{page}: {path}: {why or 'differs in ' + ', '.join(parts)}\n  measure again: {command}")
-        print(f"{len(found)} stale block(s)" if found else "every page shows a run of what its command does now")
+        for page, path, parts, why, older, command in found:
+            said = [why or "stale: differs in " + ", ".join(parts)] if parts else []
+            said += ["measured with older code: " + ", ".join(older) + " changed since"] if older else []
+            print(f"{page}: {path}: {'; '.join(said)}\n  measure again: {command}")
+        stale_ones = sum(1 for f in found if f[2])
+        print(f"{stale_ones} stale block(s), {len(found) - stale_ones} measured with older code" if found else
+              "every page shows a run of what its command does now, measured by the code at HEAD")
         return 0
     for page, notes in pages.refresh(SCENARIOS, parser()).items():
-        said = "; ".join("stale: " + ", ".join(parts) if parts else "current" for parts in notes)
+        said = "; ".join("stale: " + ", ".join(parts) if parts else
+                         f"measured with older code ({len(older)} files)" if older else "current"
+                         for parts, older in notes)
         print(f"{pages.named(page)}: {said or 'no measured block'}")
     return 0
 
@@ -188,7 +194,7 @@ def run(args, argv):
         ecn.check(settings.ecn, min(link.queue for link in topo.links), plan.mtu)
     if settings.congestion_control and plan.fabrics:
         dctcp.check(settings.congestion_control)
-    fingerprint = of_run(module, args)
+    fingerprint = of_run(module, args, seed=getattr(plan, "seed", None))
     for topo in plan.fabrics:
         for note in topo.notes:
             print(f"note: {note}")

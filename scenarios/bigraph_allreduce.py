@@ -9,6 +9,7 @@ the largest size, the ratios between algorithms, and whether the emulator was th
 from scenarios.common import SweepPlan, add_fabric_arguments, add_sweep_arguments, fabric, names, sweep_options
 from testbed.experiments import datapath_name, figures, sweep
 from testbed.experiments.claims import Claim
+from testbed.experiments.code_half import EMULATION
 from testbed.experiments.nccl_tests import run_sweeps
 
 NAME = "bigraph_allreduce"
@@ -23,6 +24,9 @@ CLAIMS = (Claim("HDRM runs at the link rate at 1 MiB (no link shared within a st
           Claim("HDRM takes a fraction of Ring's time at 1 KiB (EFLOPS: about a sixth)", "hdrm/ring time at 1024 B",
                 at_most=0.6))
 SMOKE = ("--factor", "1024", "--iters", "3")     # 1 KiB and 1 MiB only
+# the code that measures, judges and scores this scenario's runs: the code half of its records
+CODE = (*EMULATION, "testbed/runs/sweep.py", "testbed/collectives/schedules.py", "testbed/collectives/metrics.py",
+        "testbed/fidelity/verdict.py")
 
 
 def add_arguments(parser):

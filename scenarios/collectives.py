@@ -12,6 +12,7 @@ from scenarios.common import SweepPlan, add_fabric_arguments, add_sweep_argument
 from testbed.api import COLLECTIVE_VARIANTS, TestbedError
 from testbed.experiments import datapath_name, figures, sweep
 from testbed.experiments.claims import Claim
+from testbed.experiments.code_half import EMULATION
 from testbed.experiments.nccl_tests import run_sweeps
 
 NAME = "collectives"
@@ -30,6 +31,9 @@ CLAIMS = (Claim("EFLOPS' mapping carries recursive doubling's allgather at the l
                 "broadcast tree/ring busbw at 1048576 B",
                 at_most=0.6))
 SMOKE = ("--factor", "1024", "--iters", "2")     # 1 KiB and 1 MiB only
+# the code that measures, judges and scores this scenario's runs: the code half of its records
+CODE = (*EMULATION, "testbed/runs/sweep.py", "testbed/collectives/schedules.py", "testbed/collectives/metrics.py",
+        "testbed/fidelity/verdict.py")
 
 
 def add_arguments(parser):

@@ -25,6 +25,7 @@ from scenarios.common import add_fabric_arguments, at_least, counts, fabric, nam
 from testbed.api import TestbedError, check_congestion_control, check_ecn, interface, trial_order
 from testbed.experiments import Comparison, figures, flag
 from testbed.experiments.claims import Claim
+from testbed.experiments.code_half import EMULATION
 
 NAME = "congestion"
 HELP = ("N long flows into one port: its queue, goodput, drops and marks, drop-tail against ECN marking at each "
@@ -42,6 +43,11 @@ CLAIMS = (Claim("ECN marking at the smallest K holds the port's queue far below 
                 at_least=0.9))
 SMOKE = ("--topology", "leafspine:2,2,5", "--rate", "10", "--mtu", "1500", "--thresholds", "45000", "--trials", "2",
          "--seconds", "3", "--fanin", "4")
+# the code that measures, judges and scores this scenario's runs: the code half of its records
+CODE = (*EMULATION, "testbed/programs/ecn_marker.bpf.c", "testbed/programs/dctcp.bpf.c",
+        "testbed/emulation/ecn.py", "testbed/emulation/dctcp.py", "testbed/probes/queues.py",
+        "testbed/probes/markers.py", "testbed/probes/incast.py", "testbed/programs/incast_endpoint.py",
+        "testbed/programs/iperf_endpoint.py", "testbed/programs/queue_probe.py", "testbed/report/paired.py")
 DROP_TAIL = "drop-tail"
 WARM_S = 1.0                 # each flow's first second (slow start) is left out of the queue figures
 BASE = "cubic"               # drop-tail's senders, and the ranks' congestion control

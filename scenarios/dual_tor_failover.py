@@ -25,6 +25,7 @@ from scenarios.common import (
 from testbed.api import ELEMENT_BYTES, HPN7, Comm, Draw, TestbedError, place
 from testbed.experiments import check_sweep, describe, failure_timeline, figures
 from testbed.experiments.claims import Claim
+from testbed.experiments.code_half import EMULATION
 from testbed.experiments.trials import Form, run_once
 
 NAME = "dual_tor_failover"
@@ -37,6 +38,9 @@ CLAIMS = (Claim("dual-ToR: a NIC-ToR link cut costs the job little (HPN: 6.25% o
           Claim("single ToR: the job halts while its NIC's only link is down", "single-ToR link down: during/before",
                 at_most=0.1))
 SMOKE = ("--fail", "link", "--at", "4", "--down-for", "4", "--run-for", "12")
+# the code that measures, judges and scores this scenario's runs: the code half of its records
+CODE = (*EMULATION, "testbed/emulation/faults.py", "testbed/runs/together.py", "testbed/collectives/metrics.py",
+        "testbed/experiments/trials.py")
 
 
 def add_arguments(parser):

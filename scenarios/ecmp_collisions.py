@@ -30,6 +30,7 @@ from scenarios.common import (
 from testbed.api import ELEMENT_BYTES, TestbedError, place
 from testbed.experiments import ADDED, check_sweep, describe_all, figures, trial_line
 from testbed.experiments.claims import Claim
+from testbed.experiments.code_half import EMULATION
 from testbed.experiments.trials import MARKED, Form, compare, marking_lines, run_trials
 
 NAME = "ecmp_collisions"
@@ -43,6 +44,10 @@ CLAIMS = (Claim("BiGraph with HDRM carries 50% more busbw than HD on the ECMP Cl
           Claim("HDRM on BiGraph runs near the link rate", "busbw/link: bigraph-deterministic-hdrm", at_least=0.9),
           Claim("HDRM's steps share no link on BiGraph", "collided steps: bigraph-deterministic-hdrm", at_most=0))
 SMOKE = ("--trials", "2", "--iters", "1")
+# the code that measures, judges and scores this scenario's runs: the code half of its records
+CODE = (*EMULATION, "testbed/routing/hashing.py", "testbed/runs/collision_trials.py",
+        "testbed/probes/collisions.py", "testbed/experiments/trials.py", "testbed/report/paired.py",
+        "testbed/collectives/schedules.py")
 
 
 def add_arguments(parser):

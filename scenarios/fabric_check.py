@@ -5,6 +5,7 @@ from scenarios.common import add_fabric_arguments, at_least, fabric
 from testbed.api import TestbedError
 from testbed.experiments import figures
 from testbed.experiments.claims import Claim
+from testbed.experiments.code_half import EMULATION
 
 NAME = "fabric_check"
 ACROSS_MACHINES = True     # --machines (machines.head)
@@ -14,6 +15,8 @@ CLAIMS = (Claim("every NIC port answers every other", "pairs answering", at_leas
           Claim("parallel flows on spread-out paths each get the link rate", "parallel flows min goodput/link",
                 at_least=0.85))
 SMOKE = ("--duration", "3")
+# the code that measures, judges and scores this scenario's runs: the code half of its records
+CODE = (*EMULATION, "testbed/fidelity/fabric_check.py", "testbed/programs/iperf_endpoint.py")
 
 
 def add_arguments(parser):

@@ -33,6 +33,7 @@ from testbed.api import (
 )
 from testbed.experiments import ADDED, FOUND_KINDS, SecondJob, fault_scores, figures, loss_available
 from testbed.experiments.claims import Claim
+from testbed.experiments.code_half import EMULATION
 from testbed.experiments.fault_trials import Trial, check_apart, held_out, job_fabric_links, ready_job, run_trial
 from testbed.experiments.job_trials import run_watched
 
@@ -47,6 +48,10 @@ CLAIMS = (Claim("the detector names most strong faults, kind and place", "locate
           Claim("it raises few false alarms on fault-free trials", "fault-free trials with an alarm", at_most=0.25))
 SMOKE = ("--topology", "bigraph:2,8", "--trials", "2", "--fault-free", "1", "--kinds", "slow-link,link-down",
          "--designs", "none", "--before", "2", "--fault-for", "3")
+# the code that measures, judges and scores this scenario's runs: the code half of its records
+CODE = (*EMULATION, "testbed/fidelity/diagnosis.py", "testbed/fidelity/monitor.py",
+        "testbed/experiments/fault_trials.py", "testbed/runs/watch.py", "testbed/emulation/faults.py",
+        "testbed/report/fault_scores.py")
 
 
 def add_arguments(parser):

@@ -51,6 +51,9 @@ CLAIMS = (Claim("at 256 GPUs dual plane speeds up the cross-segment allreduce (g
           Claim("at 256 GPUs dual plane speeds up Multi-AllReduce (gain's 95% interval above zero)",
                 "256 GPUs multi: gain low", at_least=0.0))
 SMOKE = ("--gpus", "256", "--draws", "4")
+# the code that measures, judges and scores this scenario's runs: the code half of its records
+CODE = ("testbed/fidelity/flowmodel.py", "testbed/fidelity/predict.py", "testbed/probes/loads.py",
+        "testbed/routing/hashing.py", "testbed/experiments/trials.py", "testbed/report/paired.py")
 # the paper's figure as a range of gains, where it gives one ("up to" a figure: from 0 to it)
 PAPER_RANGE = {"goodput": (0.0, 0.716), "allreduce": (0.501, 0.637), "multi": (0.0, 1.582)}
 NOT_MODELLED = ("ToR downlink queues -91.8% with dual plane (production): a fluid model has no queues; "

@@ -37,6 +37,7 @@ from scenarios.common import (
 from testbed.api import ELEMENT_BYTES, HPN7, Comm, CrossSegmentJob, PairwiseAlltoall, Ring, TestbedError
 from testbed.experiments import check_sweep, describe_all, figures, flag
 from testbed.experiments.claims import Claim
+from testbed.experiments.code_half import EMULATION
 from testbed.experiments.trials import Form, check_line, compare, model_lines, run_trials
 
 NAME = "hpn7_planes"
@@ -53,6 +54,10 @@ CLAIMS = (Claim("dual plane carries the cross-segment allreduce at least 20% fas
           Claim("the allreduce follows from where hashing put its flows (measured/model, dual plane)",
                 "allreduce measured_over_model: dual plane", at_least=0.8))
 SMOKE = ("--trials", "2", "--iters", "2", "--duration", "3")
+# the code that measures, judges and scores this scenario's runs: the code half of its records
+CODE = (*EMULATION, "testbed/routing/hashing.py", "testbed/runs/together.py", "testbed/fidelity/flowmodel.py",
+        "testbed/fidelity/predict.py", "testbed/experiments/trials.py", "testbed/report/paired.py",
+        "testbed/collectives/cross_segment.py")
 
 
 def add_arguments(parser):

@@ -32,6 +32,7 @@ from scenarios.common import (
 from testbed.api import ELEMENT_BYTES, HPN7, Comm, Ring, TestbedError, rail_ring
 from testbed.experiments import Comparison, check_sweep, describe_all, figures, flag
 from testbed.experiments.claims import Claim
+from testbed.experiments.code_half import EMULATION
 from testbed.experiments.trials import Form, check_line, model_lines, run_trials
 
 NAME = "hpn7_rails"
@@ -48,6 +49,9 @@ CLAIMS = (Claim("dual plane speeds up the cross-segment allreduce by 20% or more
           Claim("a segment-local allreduce never meets the aggregation tier: the planes do not differ",
                 "segment-local: gain", at_least=-0.1, at_most=0.1))
 SMOKE = ("--trials", "2", "--iters", "2")
+# the code that measures, judges and scores this scenario's runs: the code half of its records
+CODE = (*EMULATION, "testbed/routing/hashing.py", "testbed/runs/together.py", "testbed/fidelity/flowmodel.py",
+        "testbed/fidelity/predict.py", "testbed/experiments/trials.py", "testbed/report/paired.py")
 
 
 def add_arguments(parser):

@@ -12,6 +12,7 @@ from scenarios.common import add_fabric_arguments, at_least, counts, fabric
 from testbed.api import TestbedError
 from testbed.experiments import describe_all, figures, flag, roles
 from testbed.experiments.claims import Claim
+from testbed.experiments.code_half import EMULATION
 
 NAME = "incast"
 HELP = "k-to-1 transfers for each fan-in k: last-hop queue depth (qdisc and scapy probes), drops, completion times"
@@ -20,6 +21,9 @@ CLAIMS = (Claim("the last-hop queue grows with the fan-in", "fan-in 15 over 2 ma
           Claim("the probes' delays and the FIFO's backlog agree within a frame", "probe-qdisc median |diff| (frames), "
                 "largest", at_most=1.0))
 SMOKE = ("--fanin", "2,15", "--rounds", "1")
+# the code that measures, judges and scores this scenario's runs: the code half of its records
+CODE = (*EMULATION, "testbed/probes/incast.py", "testbed/probes/queues.py", "testbed/runs/fanins.py",
+        "testbed/programs/incast_endpoint.py", "testbed/programs/queue_probe.py")
 
 
 def add_arguments(parser):

@@ -41,6 +41,7 @@ from testbed.api import (
 )
 from testbed.experiments import describe_all, figures
 from testbed.experiments.claims import Claim
+from testbed.experiments.code_half import EMULATION
 from testbed.experiments.scheme_models import (
     comparisons,
     gain_lines,
@@ -69,6 +70,10 @@ CLAIMS = (Claim("two connections per peer raise HD's busbw on the ECMP Clos (Met
 # the smoke's schemes are the ones two cores carry: more streams and the whole racks pinned saturate them
 SMOKE = ("--also", "none", "--schemes", "streams,pinned", "--stream-counts", "2", "--collectives", "allreduce",
          "--railonly", "none", "--trials", "3", "--model-draws", "2")
+# the code that measures, judges and scores this scenario's runs: the code half of its records
+CODE = (*EMULATION, "testbed/experiments/scheme_models.py", "testbed/experiments/trials.py",
+        "testbed/runs/jobs.py", "testbed/collectives/connections.py", "testbed/routing/hashing.py",
+        "testbed/report/paired.py")
 
 
 def add_arguments(parser):

@@ -67,6 +67,7 @@ from scenarios.common import (
 from testbed.api import HIGH_DSCP, NVLINK_GBIT, PLACEMENTS, PRIORITIES, Draw, Job, TestbedError, place_jobs, workloads
 from testbed.experiments import ADDED, describe_all, figures, flag
 from testbed.experiments.claims import Claim
+from testbed.experiments.code_half import EMULATION
 from testbed.experiments.job_models import (
     BOND,
     SCALEUP,
@@ -97,6 +98,9 @@ CLAIMS = (Claim("under ECMP the first job runs slower beside the second than alo
           Claim("job-aware paths win GPU utilisation back over ECMP (Crux: +8.3% to +14.8%)",
                 "utilisation paths over ecmp: gain", at_least=0.05))
 SMOKE = ("--trials", "2", "--iters", "2", "--schemes", "ecmp,paths", "--model-draws", "2")
+# the code that measures, judges and scores this scenario's runs: the code half of its records
+CODE = (*EMULATION, "testbed/experiments/job_models.py", "testbed/experiments/trials.py", "testbed/runs/jobs.py",
+        "testbed/collectives/placements.py", "testbed/routing/hashing.py", "testbed/report/paired.py")
 
 
 def add_arguments(parser):

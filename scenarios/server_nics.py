@@ -17,6 +17,7 @@ from scenarios.common import add_fabric_arguments, at_least, counts, fabric, nam
 from testbed.api import BiGraph, TestbedError, on_shared_nics
 from testbed.experiments import describe_all, figures, sweep
 from testbed.experiments.claims import Claim
+from testbed.experiments.code_half import EMULATION
 from testbed.experiments.nccl_tests import run_sweeps
 from testbed.experiments.trials import check_line
 
@@ -29,6 +30,9 @@ CLAIMS = (Claim("HDRM with a NIC per accelerator carries several times the share
           Claim("the server-grouped Ring leaves each server once: a NIC per accelerator gains it little at 1 MiB",
                 "ring_grouped at 1048576 B, per accelerator over shared", at_most=1.3))
 SMOKE = ("--algorithms", "ring_grouped,hdrm", "--sizes", "1048576", "--iters", "2")
+# the code that measures, judges and scores this scenario's runs: the code half of its records
+CODE = (*EMULATION, "testbed/runs/sweep.py", "testbed/collectives/schedules.py", "testbed/collectives/metrics.py",
+        "testbed/fidelity/verdict.py")
 
 
 def add_arguments(parser):

@@ -65,6 +65,7 @@ from testbed.experiments import (
     flag,
 )
 from testbed.experiments.claims import Claim
+from testbed.experiments.code_half import EMULATION
 from testbed.experiments.job_models import all_ranks_bytes, group_lines, replay_header, scale_note
 from testbed.experiments.trials import Form, run_once
 
@@ -79,6 +80,9 @@ CLAIMS = (Claim("BiGraph with HDRM scales near linearly to 32 ranks (EFLOPS)", "
                 at_least=0.8),
           Claim("servers sharing one NIC scale far worse", "single-nic-hd linear ratio at 32", at_most=0.6))
 SMOKE = ("--ranks", "4,32", "--systems", "bigraph-hdrm,single-nic-hd", "--iters", "3")
+# the code that measures, judges and scores this scenario's runs: the code half of its records
+CODE = (*EMULATION, "testbed/collectives/training.py", "testbed/collectives/workload.py",
+        "testbed/experiments/job_models.py", "testbed/runs/jobs.py", "testbed/collectives/parallelism.py")
 
 
 def add_arguments(parser):

@@ -97,9 +97,3 @@ def test_scenarios_import_only_the_api_and_the_engine():
             below += [f"{path.name} imports {m}" for m in modules
                       if stage(m) and stage(m) not in ("api", "experiments")]
     assert below == [], "\n".join(below)
-
-
-def test_every_scenario_reads_in_one_sitting():
-    """A scenario declares its experiment; the engine runs it: none grows past 300 lines."""
-    sizes = {p.name: len(p.read_text().splitlines()) for p in (ROOT.parent / "scenarios").glob("*.py")}
-    assert {name: n for name, n in sizes.items() if n >= 300} == {}

@@ -1,6 +1,7 @@
 """Runs as records and pages drawn from them (no root): a run's fingerprint says what it does and
-nothing else, a record keeps the command that reruns it, a bad record is refused in one line, a
-page's block is what its record gives, and a page goes stale exactly where its run's plan changed."""
+nothing else, a record keeps the command that reruns it and the verdicts it printed, a bad record
+is refused in one line, a page's block is what its record gives, a page goes stale exactly where
+its run's plan changed, and says "measured with older code" where the code that measured it did."""
 import dataclasses
 import importlib
 import json
@@ -10,7 +11,7 @@ import pytest
 import run_scenario
 from scenarios import SCENARIOS
 from testbed.errors import TestbedError
-from testbed.experiments import pages
+from testbed.experiments import code_half, pages
 from testbed.experiments import record as records
 from testbed.experiments.claims import Claim, check_claims, refuted
 from testbed.experiments.fingerprint import ADDED, canonical, changed, of_run
@@ -20,11 +21,15 @@ def args_of(*argv):
     return run_scenario.parser().parse_args(list(argv))
 
 
-def test_a_fingerprint_is_the_same_in_every_process_and_leaves_the_seed_out():
+def test_a_fingerprint_is_the_same_in_every_process_and_a_seed_counts_where_it_decides_the_plan():
     a = of_run(SCENARIOS["ecmp_collisions"], args_of("ecmp_collisions", "--seed", "1"))
     b = of_run(SCENARIOS["ecmp_collisions"], args_of("ecmp_collisions", "--seed", "2"))
-    c = of_run(SCENARIOS["ecmp_collisions"], args_of("ecmp_collisions"))       # a seed it would draw
-    assert a == b == c
+    c = of_run(SCENARIOS["ecmp_collisions"], args_of("ecmp_collisions"), seed=3)     # a seed it drew
+    assert a == b == c                                       # its trials draw at run time, from the seed
+    faults = SCENARIOS["fault_localisation"]                 # its plan draws the faults
+    drawn = of_run(faults, args_of("fault_localisation"), seed=7)
+    assert drawn == of_run(faults, args_of("fault_localisation", "--seed", "7"))
+    assert changed(drawn, of_run(faults, args_of("fault_localisation", "--seed", "8"))) == ["runs"]
 
 
 def test_where_a_run_writes_changes_no_fingerprint(tmp_path):
@@ -106,6 +111,9 @@ def test_a_record_keeps_the_command_that_reruns_it():
     assert records.rerun(["incast", "--results=/tmp/y"], None) == "run_scenario.py incast"
 
 
+ONE_FLOW = Claim("one flow gets the link", "longest path goodput/link", at_least=0.9)
+
+
 def write_record(folder, **changes):
     args = args_of("fabric_check")
     record = {"format": 1, "scenario": "fabric_check", "command": "run_scenario.py fabric_check",
@@ -114,10 +122,10 @@ def write_record(folder, **changes):
               "dirty": False, "changed": [], "versions": {"open vswitch": "3.1"},
               "machine": {"cores": 2, "kernel": "k", "datapath": "user", "calibration": {"9000 none": 320}},
               "fingerprint": of_run(SCENARIOS["fabric_check"], args), "headline": {"longest path goodput/link": 0.99},
-              "claims": [Claim("one flow gets the link", "longest path goodput/link", at_least=0.9).check(
-                  {"longest path goodput/link": 0.99})],
               "output": {"header": [], "checks": ["fabric check: ..."], "rows": [], "summary": []}}
     record.update(changes)
+    if "claims" not in changes and isinstance(record["headline"], dict):
+        record["claims"] = [ONE_FLOW.check(record["headline"])]
     path = folder / "fabric_check" / f"{record['started'].replace(':', '')}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(record))
@@ -148,19 +156,102 @@ def test_a_page_drawn_from_its_records_matches_them_and_goes_stale_where_its_pla
     assert pages.mismatches(SCENARIOS) == [] and pages.stale(SCENARIOS, run_scenario.parser()) == []
     page.write_text(text.replace("0.97", "0.99", 1))        # a figure the run did not produce
     assert [why for _, _, why in pages.mismatches(SCENARIOS)] == ["the block is not what the record gives"]
+    page.write_text(text)
     newest = sorted((kept / "records" / "fabric_check").glob("*.json"))[-1]
     data = json.loads(newest.read_text())
     data["fingerprint"]["parts"]["topo"] = "0" * 16           # as if the fabric had been another
     newest.write_text(json.dumps(data))
     (found,) = pages.stale(SCENARIOS, run_scenario.parser())
-    assert found[2] == ["topo"] and found[4] == "sudo python3 run_scenario.py fabric_check --record"
+    assert found[2] == ["topo"] and found[4] == [] and found[5] == "sudo python3 run_scenario.py fabric_check --record"
     run_scenario.main(["--pages"])
     assert pages.STALE in page.read_text() and pages.mismatches(SCENARIOS) == []    # the banner aside
+
+
+@pytest.mark.skipif(records.git("rev-parse", "HEAD") is None, reason="needs the repository's history")
+def test_a_change_to_the_code_half_marks_a_block_measured_with_older_code_not_stale(kept):
+    path = write_record(kept / "records")
+    page = kept / "pages" / "fabric_check.md"
+    page.write_text(f"# fabric_check\n\n<!-- measured: {path} -->\nold\n<!-- /measured -->\n")
+    data = json.loads(path.read_text())
+    data["fingerprint"]["code"]["testbed/fidelity/fabric_check.py"] = "0" * 16    # as an edit since would
+    path.write_text(json.dumps(data))
+    (found,) = pages.stale(SCENARIOS, run_scenario.parser())
+    assert found[2] == [] and found[4] == ["testbed/fidelity/fabric_check.py"]
+    run_scenario.main(["--pages"])
+    text = page.read_text()
+    assert pages.OLDER in text and pages.STALE not in text and pages.mismatches(SCENARIOS) == []
+
+
+def test_a_code_half_hashes_what_a_file_does_not_how_it_is_written():
+    one = 'CLAIMS = (1,)\ndef f(x):\n    """Doubles."""\n    return 2 * x  # twice\n'
+    two = 'CLAIMS = (2,)\n\n\ndef f(x):\n    return 2 * x\n'
+    assert code_half.hash_text("a.py", one) == code_half.hash_text("a.py", two)
+    assert code_half.hash_text("a.py", one) != code_half.hash_text("a.py", one.replace("2 * x", "3 * x"))
+    assert code_half.hash_text("m.c", "int k = 1; /* K */\n// note\n") == code_half.hash_text("m.c", "int k = 1;")
+    assert code_half.hash_text("m.c", "int k = 1;") != code_half.hash_text("m.c", "int k = 2;")
+
+
+def test_an_edit_to_the_detector_marks_fault_localisation_and_no_other_page(monkeypatch):
+    """What an edit to testbed/fidelity/diagnosis.py does to the kept pages: the pages that list it
+    as measured with older code are fault_localisation's alone."""
+    real = code_half.hash_text
+    monkeypatch.setattr(code_half, "hash_text", lambda path, text: "edited" if path.endswith("diagnosis.py")
+                        else real(path, text))
+    touched = {page for page, _, _, _, older, _ in pages.stale(SCENARIOS, run_scenario.parser())
+               if "testbed/fidelity/diagnosis.py" in older}
+    assert touched == {"docs/scenarios/fault_localisation.md"}
+
+
+@pytest.mark.skipif(records.git("rev-parse", "HEAD") is None, reason="needs the repository's history")
+def test_an_edit_to_a_claim_changes_no_verdict_a_page_shows(kept, monkeypatch):
+    path = write_record(kept / "records", headline={"longest path goodput/link": 0.85})
+    page = kept / "pages" / "fabric_check.md"
+    page.write_text(f"# fabric_check\n\n<!-- measured: {path} -->\nold\n<!-- /measured -->\n")
+    monkeypatch.setattr(SCENARIOS["fabric_check"], "CLAIMS", (ONE_FLOW,))
+    run_scenario.main(["--pages"])
+    before = pages.shown_verdicts(page.read_text())
+    assert [v for _, v, _ in before] == ["DOES NOT HOLD"]
+    monkeypatch.setattr(SCENARIOS["fabric_check"], "CLAIMS", (Claim(ONE_FLOW.text, ONE_FLOW.figure, at_least=0.8),))
+    run_scenario.main(["--pages"])
+    text = page.read_text()
+    assert pages.shown_verdicts(text) == before                      # the run's verdict, as it printed it
+    assert "would judge this run's figures otherwise" in text and "**holds**" in text
+
+
+@pytest.mark.skipif(records.git("rev-parse", "HEAD") is None, reason="needs the repository's history")
+def test_a_block_whose_verdicts_were_typed_over_is_refused_by_pages(kept, capsys):
+    path = write_record(kept / "records", headline={"longest path goodput/link": 0.85})
+    page = kept / "pages" / "fabric_check.md"
+    page.write_text(f"# fabric_check\n\n<!-- measured: {path} -->\nold\n<!-- /measured -->\n")
+    run_scenario.main(["--pages"])
+    page.write_text(page.read_text().replace("**DOES NOT HOLD**", "**holds**"))
+    assert pages.mismatches(SCENARIOS) != []
+    capsys.readouterr()
+    assert run_scenario.main(["--pages"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "shows verdicts its record does not hold" in err and "\n" not in err
+
+
+@pytest.mark.skipif(records.git("rev-parse", "HEAD") is None, reason="needs the repository's history")
+def test_a_page_with_runs_from_machines_of_two_classes_says_so_at_its_top(kept):
+    first = write_record(kept / "records")
+    other = write_record(kept / "records", started="2026-11-27T09:00:00", argv=["fabric_check", "--duration", "3"],
+                         key=["fabric_check", "--duration", "3"],
+                         machine={"cores": 2, "kernel": "k", "datapath": "system", "calibration": {"9000 none": 960}})
+    page = kept / "pages" / "fabric_check.md"
+    page.write_text(f"# fabric_check\n\n<!-- measured: {first} -->\n<!-- /measured -->\n\n"
+                    f"<!-- measured: {other} -->\n<!-- /measured -->\n")
+    run_scenario.main(["--pages"])
+    text = page.read_text()
+    assert "machines of 2 classes" in text.split("<!-- measured")[0]
+    assert "user datapath, faithful to 320 Mbit/s at MTU 9000" in text and pages.mismatches(SCENARIOS) == []
 
 
 @pytest.mark.parametrize("change, said", [
     ({"scenario": "nonesuch"}, "names an unknown scenario"),
     ({"commit": "0" * 40}, "not in this repository's history"),
+    ({"claims": [dict(ONE_FLOW.check({"longest path goodput/link": 0.5}), value=0.99)]},
+     "keeps verdicts its figures do not give"),
     ({"fingerprint": None, "output": None, "headline": None}, None),
 ])
 @pytest.mark.skipif(records.git("rev-parse", "HEAD") is None, reason="needs the repository's history")
@@ -221,3 +312,16 @@ def test_the_runs_table_shows_a_compared_figure_as_its_gain_and_interval_and_few
     assert cell.startswith("busbw: gain +1.2 [+1, +1.4]; wrong 0; x0 0") and "clos" not in cell
     assert cell.endswith("; 5 more in the record")
     assert pages.headline_text({"headline": {}}) == "-"
+
+
+@pytest.mark.skipif(records.git("rev-parse", "HEAD") is None, reason="needs the repository's history")
+def test_a_record_whose_code_half_names_a_file_not_in_the_tree_is_refused_by_pages(kept, capsys):
+    path = write_record(kept / "records")
+    data = json.loads(path.read_text())
+    data["fingerprint"]["code"]["testbed/fidelity/gone.py"] = "0" * 16
+    path.write_text(json.dumps(data))
+    (kept / "pages" / "fabric_check.md").write_text(f"# f\n\n<!-- measured: {path} -->\nx\n<!-- /measured -->\n")
+    capsys.readouterr()
+    assert run_scenario.main(["--pages"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "testbed/fidelity/gone.py, not in the tree" in err and "\n" not in err

@@ -29,11 +29,12 @@ class Claim:
         return (lo, hi) if isinstance(lo, (int, float)) and isinstance(hi, (int, float)) else None
 
     def check(self, headline):
-        """{claim, figure, value, verdict, said} on a run's headline figures."""
+        """{claim, figure, value, verdict, said, at_least, at_most} on a run's headline figures."""
+        bounds = {"at_least": self.at_least, "at_most": self.at_most}
         value = headline.get(self.figure)
         if value is None:
             return {"claim": self.text, "figure": self.figure, "value": None, "verdict": "NOT MEASURED",
-                    "said": f"{self.figure} not in this run"}
+                    "said": f"{self.figure} not in this run", **bounds}
         ranged = self.interval(headline)
         if ranged is None:
             verdict = "holds" if self.holds(value) else "DOES NOT HOLD"
@@ -45,11 +46,21 @@ class Claim:
             verdict = ("holds" if self.holds(lo) and self.holds(hi) else
                        "DOES NOT HOLD" if wholly_out else "not shown")
             said = f"{self.figure} = {value:g} [{lo:g}, {hi:g}], needs {self.bound()} over the 95% interval"
-        return {"claim": self.text, "figure": self.figure, "value": value, "verdict": verdict, "said": said}
+        return {"claim": self.text, "figure": self.figure, "value": value, "verdict": verdict, "said": said, **bounds}
 
 
 def check_claims(claims, headline):
     return [claim.check(headline) for claim in claims]
+
+
+def unfounded(kept, headline):
+    """The kept verdicts (a record's) that its own figures and bounds do not give: a figure other
+    than the headline's, or, where the record keeps the bound, another verdict."""
+    def follows(c):
+        if c.get("value") is not None and headline.get(c["figure"]) != c["value"]:
+            return False
+        return "at_least" not in c or Claim(c["claim"], c["figure"], c["at_least"], c["at_most"]).check(headline) == c
+    return [c for c in kept if not follows(c)]
 
 
 def refuted(checked):

@@ -7,10 +7,15 @@ switch ports' classes, the ranks' protocol), not the code that carries it out: a
 docstring or a refactor changes no fingerprint, a change of what is measured changes the part it
 touches. The plan is turned into plain data (``canonical``) part by part, one part per field of the
 plan and one for each fabric's routing rules and each placed schedule's steps, and each part is
-hashed on its own, so a stale page names what changed. Seeds are left out: a run whose seed was
-drawn does the same as one given it. A fabric's routes are computed for the modes its run may
+hashed on its own, so a stale page names what changed. A seed is not a part of its own: what it
+draws (hash draws, placements, faults) is in the parts it decides, and a run whose seed was drawn
+is fingerprinted with the seed it drew. A fabric's routes are computed for the modes its run may
 install (deterministic, ECMP) where it is emulated, and for the flows a plan has placed by the
 planner (``plan.planned``); a modelled fabric is its data alone.
+
+Beside the plan, the fingerprint keeps the code half (``code``: ``code_half``), a hash of each file
+that measures, judges and scores the scenario's runs: a change there leaves a page's run what its
+command does, measured with older code.
 """
 import argparse
 import dataclasses
@@ -23,6 +28,7 @@ from pathlib import Path
 from testbed import routing
 from testbed.collectives.schedules import BySize, Schedule
 from testbed.emulation import shaping
+from testbed.experiments import code_half
 from testbed.programs import rank
 from testbed.topology import Topology
 
@@ -162,17 +168,18 @@ def fingerprint(plan, settings=None):
 
 
 def changed(old, new):
-    """The parts that differ between two fingerprints, named."""
+    """The plan's parts that differ between two fingerprints, named."""
     a, b = old.get("parts", {}), new.get("parts", {})
     return sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
 
 
-def of_run(module, args):
+def of_run(module, args, seed=None):
     """The fingerprint of what `args` ask of a scenario module (parsed by run_scenario.py's parser):
-    its plan, a seed it would draw fixed, and the emulation's layout (slots, CPU placement, machines)."""
+    its plan, with `seed` where the run drew it (args give none), the emulation's layout (slots, CPU
+    placement, machines), and the scenario's code half."""
     args = argparse.Namespace(**vars(args))
     if getattr(args, "seed", 0) is None:
-        args.seed = 0
+        args.seed = 0 if seed is None else seed
     settings = {"slots": getattr(args, "slots", 1), "cpu_placement": getattr(args, "cpu_placement", "auto"),
                 "machines": bool(getattr(args, "machines", None)),
                 "control_class": getattr(args, "control_class", "on")}
@@ -180,4 +187,4 @@ def of_run(module, args):
         settings["ecn"] = args.ecn
     if getattr(args, "cc", None):          # likewise a congestion control chosen for the run
         settings["cc"] = args.cc
-    return fingerprint(module.prepare(args), settings)
+    return {**fingerprint(module.prepare(args), settings), "code": code_half.of(module)}

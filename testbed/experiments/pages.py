@@ -14,11 +14,18 @@ stale banner at its top where the fingerprint of what the command does at HEAD d
 record's (naming the parts that differ). ``stale`` lists those blocks and the command that
 refreshes each. The test suite checks that every block is what its record gives (the banner aside):
 a page cannot show figures its run did not produce.
+
+A block shows the verdicts its run printed (kept in the record), never ones computed after the run:
+where the claims at HEAD would judge the record's figures otherwise, the block says so beside them.
+A record whose code half (``code_half``) differs from the tree's was measured with older code: its
+block says which files changed, and is not stale. A page whose blocks were measured on machines of
+different classes (datapath and calibration) says so at its top.
 """
 import os
 import re
 
 from testbed.errors import TestbedError
+from testbed.experiments import code_half
 from testbed.experiments import record as records
 from testbed.experiments.claims import check_claims
 from testbed.experiments.fingerprint import changed, of_run
@@ -27,6 +34,10 @@ ROOT = records.ROOT
 PAGES = ROOT / "docs" / "scenarios"
 BLOCK = re.compile(r"<!-- measured: (\S+) -->\n(.*?)<!-- /measured -->", re.DOTALL)
 STALE = "> **Stale:**"
+OLDER = "> **Measured with older code:**"
+CLASSES = re.compile(r"<!-- machine classes -->\n.*?<!-- /machine classes -->\n\n", re.DOTALL)
+VERDICTS = "Claims as this run judged them:"
+VERDICT_LINE = re.compile(r"^- (.*): \*\*(.*?)\*\* \((.*)\)$")
 MAX_ROW_LINES = 40
 OPTIONS = re.compile(r"## Options\n\n```\n.*?```\n", re.DOTALL)
 WIDTH = "100"         # the width the pages' Options blocks are written at
@@ -64,6 +75,16 @@ def machine_of(record):
     return f"{m.get('cores')} cores, kernel {m.get('kernel')}, {ovs}; calibration: {faithful or 'none'}"
 
 
+def machine_class(record):
+    """What a block's figures depend on in the machine: its datapath and what its calibration found
+    faithful (per-step latencies and the loads a run may offer scale with them)."""
+    m = record.get("machine") or {}
+    calibration = m.get("calibration")
+    faithful = ", ".join(f"{mbit} Mbit/s at MTU {key.split()[0]}" for key, mbit in sorted(calibration.items())
+                         if key.endswith(" none")) if isinstance(calibration, dict) else ""
+    return f"{m.get('datapath') or 'no'} datapath, faithful to {faithful or 'an uncalibrated rate'}"
+
+
 def output_lines(record):
     """The run's output as the page shows it: header, fabric checks, rows (the first
     MAX_ROW_LINES), summary."""
@@ -98,18 +119,28 @@ def headline_text(record):
     return "; ".join(shown[:MAX_HEADLINE]) + (f"; {more} more in the record" if more > 0 else "") if shown else "-"
 
 
+def verdict_lines(checked):
+    return [f"- {c['claim']}: **{c['verdict']}** ({c['said']})" for c in checked]
+
+
 def body(record, runs, claims=()):
     """A block's text from its record; runs: every kept record of the same command, oldest first;
-    claims: the scenario's, checked on the record's headline as the code at HEAD reads them."""
+    claims: the scenario's at HEAD, which judge the record's figures beside its own verdicts only
+    where they judge otherwise."""
     status = "" if record["status"] == "complete" else f" It ended {record['status']}."
     lines = [f"Measured with `sudo python3 {record['command']}` on {record['started'][:16].replace('T', ' ')}, "
-             f"commit {commit_of(record)}, in {duration(record['seconds'])} ({machine_of(record)}); plan "
-             f"{record['fingerprint']['hash'][:7]}; record `{record['path']}`.{status}", "", *output_lines(record), ""]
-    checked = check_claims(claims, record["headline"])
-    if checked:
-        lines += ["Claims checked on this run's figures:", ""]
-        lines += [f"- {c['claim']}: **{c['verdict']}** ({c['said']})" for c in checked]
-        lines.append("")
+             f"commit {commit_of(record)}, in {duration(record['seconds'])} ({machine_of(record)}); machine class: "
+             f"{machine_class(record)}; plan {record['fingerprint']['hash'][:7]}; record `{record['path']}`.{status}",
+             "", *output_lines(record), ""]
+    kept = record.get("claims") or []
+    if kept:
+        lines += [VERDICTS, "", *verdict_lines(kept), ""]
+    said = {(c["claim"], c["verdict"], c["said"]) for c in kept}
+    otherwise = [c for c in check_claims(claims, record["headline"])
+                 if (c["claim"], c["verdict"], c["said"]) not in said]
+    if otherwise:
+        lines += ["The claims at HEAD would judge this run's figures otherwise (not a verdict of this run):", "",
+                  *verdict_lines(otherwise), ""]
     lines += ["Runs of this command (newest first):", "", "| date | commit | plan | time | headline figures |",
               "|---|---|---|---|---|"]
     for run in reversed(runs):
@@ -119,26 +150,50 @@ def body(record, runs, claims=()):
     return "\n".join(lines) + "\n"
 
 
+def shown_verdicts(block):
+    """[(claim, verdict, said)] a block shows under its run's verdicts."""
+    if VERDICTS not in block:
+        return []
+    found = []
+    for line in block.split(VERDICTS, 1)[1].lstrip("\n").splitlines():
+        m = VERDICT_LINE.match(line)
+        if not m:
+            break
+        found.append(m.groups())
+    return found
+
+
 def banner(parts, why=""):
     said = why or f"what this command does at HEAD differs from this run in {', '.join(parts)}"
     return (f"{STALE} {said}; measure it again (`run_scenario.py --stale` gives the command) and "
             "refresh the page (`run_scenario.py --pages`).\n\n")
 
 
+def older_banner(files):
+    return (f"{OLDER} {', '.join(f'`{f}`' for f in files)} changed since this run; its plan is what the command "
+            "does now, and its figures are as that code measured them (`run_scenario.py --stale` lists such "
+            "blocks).\n\n")
+
+
 def without_banner(text):
-    return text.split("\n\n", 1)[1] if text.startswith(STALE) else text
+    while text.startswith((STALE, OLDER)):
+        text = text.split("\n\n", 1)[1]
+    return text
 
 
 def staleness(record, scenarios, parser):
-    """([parts that differ], why): what the record's command does at HEAD against the record."""
+    """([plan parts that differ], why, [code files that differ]): what the record's command does at
+    HEAD against the record, and the files of its code half changed since."""
+    module = scenarios[record["scenario"]]
+    older = code_half.changed(record["fingerprint"].get("code", {}), code_half.of(module))
     try:
         args = parser.parse_args(record["argv"])
-        now = of_run(scenarios[record["scenario"]], args)
+        now = of_run(module, args, seed=record.get("seed"))
     except SystemExit:
-        return ["options"], f"its command no longer parses at HEAD ({record['command']})"
+        return ["options"], f"its command no longer parses at HEAD ({record['command']})", older
     except TestbedError as e:
-        return ["options"], f"its command is refused at HEAD ({e})"
-    return changed(record["fingerprint"], now), ""
+        return ["options"], f"its command is refused at HEAD ({e})", older
+    return changed(record["fingerprint"], now), "", older
 
 
 def by_command(scenarios):
@@ -168,60 +223,89 @@ def options(parser, name):
     return "## Options\n\n```\n" + help_[help_.index("options:"):].rstrip("\n") + "\n```\n"
 
 
+def classes_note(classes):
+    """The note at a page's top where its blocks come from machines of different classes."""
+    distinct = list(dict.fromkeys(classes))
+    if len(distinct) < 2:
+        return ""
+    return ("<!-- machine classes -->\n> **Runs from different machines:** this page's blocks were measured on "
+            f"machines of {len(distinct)} classes ({'; '.join(distinct)}): per-step times and the loads a run may "
+            "offer differ between them, so compare figures within a block.\n<!-- /machine classes -->\n\n")
+
+
+def with_classes_note(text, classes):
+    text = CLASSES.sub("", text)
+    title, _, rest = text.partition("\n\n")
+    return f"{title}\n\n{classes_note(classes)}{rest}"
+
+
 def refresh(scenarios, parser, names=None):
     """Rewrite the pages of `names` (default: every scenario): each measured block from the newest
-    record of its command, and the Options block from the scenario's --help; {page: [stale parts
-    per block]}."""
+    record of its command, and the Options block from the scenario's --help; {page: [(stale parts,
+    older code files) per block]}. A block whose verdicts differ from its record's (typed over) is
+    refused."""
     kept = by_command(scenarios)
     report = {}
     for name in names or scenarios:
         page = page_of(name)
         text = OPTIONS.sub(options(parser, name).replace("\\", "\\\\"), page.read_text(), count=1)
-        out, at, notes = [], 0, []
+        out, at, notes, classes = [], 0, [], []
         for match, path in blocks(text):
             shown = records.load(ROOT / path, scenarios)
             if shown["scenario"] != name:
                 raise TestbedError(f"{named(page)} shows record {path} of {shown['scenario']}: "
                                    f"show one of {name}")
+            typed = shown_verdicts(match.group(2))
+            if typed and typed != [(c["claim"], c["verdict"], c["said"]) for c in shown.get("claims") or []]:
+                raise TestbedError(f"{named(page)}: the block of {path} shows verdicts its record does not hold: "
+                                   "a block's verdicts are the run's; undo the edit (git checkout the page)")
             runs = kept.get((name, tuple(shown["key"])), [shown])
             newest = runs[-1]
-            parts, why = staleness(newest, scenarios, parser)
-            notes.append(parts)
+            parts, why, older = staleness(newest, scenarios, parser)
+            notes.append((parts, older))
+            classes.append(machine_class(newest))
             out += [text[at:match.start()], f"<!-- measured: {newest['path']} -->\n",
-                    banner(parts, why) if parts else "",
+                    banner(parts, why) if parts else "", older_banner(older) if older else "",
                     body(newest, runs, getattr(scenarios[name], "CLAIMS", ())), "<!-- /measured -->"]
             at = match.end()
         out.append(text[at:])
-        page.write_text("".join(out))
+        page.write_text(with_classes_note("".join(out), classes))
         report[page] = notes
     return report
 
 
 def stale(scenarios, parser):
-    """[(page, record path, parts that differ, why, the command to run)] for every block not current."""
+    """[(page, record path, plan parts that differ, why, code files that differ, the command to run)]
+    for every block that is stale or was measured with older code."""
     found = []
     for name in scenarios:
         page = page_of(name)
         for _, path in blocks(page.read_text()):
             rec = records.load(ROOT / path, scenarios)
-            parts, why = staleness(rec, scenarios, parser)
-            if parts:
-                found.append((named(page), path, parts, why,
+            parts, why, older = staleness(rec, scenarios, parser)
+            if parts or older:
+                found.append((named(page), path, parts, why, older,
                               f"sudo python3 {records.rerun(rec['key'], None)} --record"))
     return found
 
 
 def mismatches(scenarios):
-    """[(page, record path, what differs)] where a page's block is not what its record gives."""
+    """[(page, record path, what differs)] where a page's block is not what its record gives, or its
+    note on machine classes is not what its blocks' records give."""
     kept = by_command(scenarios)
     found = []
     for name in scenarios:
         page = page_of(name)
-        for match, path in blocks(page.read_text()):
+        text = page.read_text()
+        classes = []
+        for match, path in blocks(text):
             rec = records.load(ROOT / path, scenarios)
+            classes.append(machine_class(rec))
             runs = [r for r in kept.get((name, tuple(rec["key"])), [rec]) if r["started"] <= rec["started"]]
             if rec["scenario"] != name:
                 found.append((named(page), path, f"a record of {rec['scenario']}"))
             elif without_banner(match.group(2)) != body(rec, runs, getattr(scenarios[name], "CLAIMS", ())):
                 found.append((named(page), path, "the block is not what the record gives"))
+        if with_classes_note(text, classes) != text:
+            found.append((named(page), "-", "its note on machine classes is not what its blocks' records give"))
     return found

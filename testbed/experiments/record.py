@@ -6,8 +6,9 @@ under ``docs/records/NAME/``, where older records stay (a page's history is draw
 provenance is taken by the code, never typed: the commit and whether the tree held uncommitted
 changes (and which files), the command that reruns the run exactly (its drawn seed included),
 versions, the machine (cores, calibration), the wall time, and the run's fingerprint
-(``fingerprint``: a hash of what the plan does). The findings are the headline figures, the claims
-checked on them, and the output by section (header, fabric checks, rows, summary).
+(``fingerprint``: a hash of what the plan does; its ``code``, of the code that measured it). The
+findings are the headline figures, the claims as the run judged them (with their bounds), and the
+output by section (header, fabric checks, rows, summary).
 """
 import json
 import os
@@ -18,6 +19,8 @@ from pathlib import Path
 
 from testbed.emulation import capacity
 from testbed.errors import TestbedError
+from testbed.experiments import code_half
+from testbed.experiments.claims import unfounded
 from testbed.report import markdown
 
 FORMAT = 1
@@ -149,6 +152,14 @@ def load(path, scenarios):
     if not record["commit"] or known_commit(record["commit"]) is False:
         raise TestbedError(f"record {where} names commit {record['commit']}, which is not in this repository's "
                            "history: a record must come from committed code")
+    wrong = unfounded(record.get("claims") or [], record["headline"])
+    if wrong:
+        raise TestbedError(f"record {where} keeps verdicts its figures do not give ({wrong[0]['claim']}: "
+                           f"{wrong[0]['verdict']}): a record's verdicts are the run's; restore it from git")
+    gone = code_half.missing(record["fingerprint"].get("code", {}))
+    if gone:
+        raise TestbedError(f"record {where}: its code half names {', '.join(gone)}, not in the tree: measure the run "
+                           "again (run_scenario.py --stale gives the command) and remove this record")
     record["path"] = where
     return record
 
