@@ -37,7 +37,7 @@ CLAIMS = (Claim("dual-ToR: a NIC-ToR link cut costs the job little (HPN: 6.25% o
           Claim("dual-ToR: the job never stalls for long", "dual-ToR longest stall (s)", at_most=2.0),
           Claim("single ToR: the job halts while its NIC's only link is down", "single-ToR link down: during/before",
                 at_most=0.1))
-SMOKE = ("--fail", "link", "--at", "4", "--down-for", "4", "--run-for", "12")
+SMOKE = ("--fail", "link", "--at", "4", "--down-for", "4", "--run-for", "12", "--seed", "1")
 # the code that measures, judges and scores this scenario's runs: the code half of its records
 CODE = (*EMULATION, "testbed/emulation/faults.py", "testbed/runs/together.py", "testbed/collectives/metrics.py",
         "testbed/experiments/trials.py")

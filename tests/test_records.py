@@ -303,6 +303,8 @@ def test_every_scenario_states_its_claims_on_figures_it_reports_and_a_smoke_form
     assert module.CLAIMS, f"{name} states no claim"
     args = args_of(name, *module.SMOKE)
     assert module.prepare(args) is not None
+    assert not hasattr(args, "seed") or args.seed is not None, \
+        f"{name}'s SMOKE draws a fresh seed on every run: give it --seed, one that exercises its claims"
 
 
 def test_the_runs_table_shows_a_compared_figure_as_its_gain_and_interval_and_few_figures():

@@ -102,18 +102,21 @@ MAX_HEADLINE = 6      # figures in a row of the runs table; the record holds eve
 def headline_text(record):
     """The run's headline as a runs-table cell: a compared figure as its gain and interval
     ("job0 slowdown under ecmp: gain +0.123 [-0.008, +0.254]", a ratio less 1 or a difference, as the
-    run's summary says), the sides it compared left to the record; any
-    other figure as it is; at most MAX_HEADLINE of them."""
+    run's summary says), the sides it compared left to the record; a share with its interval
+    ("located 0.8 [0.49, 0.94]"); any other figure as it is; at most MAX_HEADLINE of them."""
     figures = record["headline"]
     gains = {k[:-len(": gain")] for k in figures if k.endswith(": gain")}
+    bounds = {k[:-len(" low")] for k in figures if k.endswith(" low") and k[:-len(" low")] in figures}
     shown = []
     for k, v in figures.items():
         compared = next((g for g in gains if k.startswith(g + ": ")), None)
+        if k.endswith((" low", " high")) and k.rsplit(" ", 1)[0] in bounds:
+            continue
+        lo, hi = figures.get(k + " low"), figures.get(k + " high")
+        ranged = f" [{lo:+.3g}, {hi:+.3g}]" if isinstance(lo, (int, float)) and isinstance(hi, (int, float)) else ""
         if compared is None:
-            shown.append(f"{k} {v:g}" if isinstance(v, (int, float)) else f"{k} {v}")
+            shown.append(f"{k} {v:g}{ranged.replace('+', '')}" if isinstance(v, (int, float)) else f"{k} {v}")
         elif k == compared + ": gain" and isinstance(v, (int, float)):
-            lo, hi = figures.get(compared + ": gain low"), figures.get(compared + ": gain high")
-            ranged = f" [{lo:+.3g}, {hi:+.3g}]" if isinstance(lo, (int, float)) and isinstance(hi, (int, float)) else ""
             shown.append(f"{compared}: gain {v:+.3g}{ranged}")
     more = len(shown) - MAX_HEADLINE
     return "; ".join(shown[:MAX_HEADLINE]) + (f"; {more} more in the record" if more > 0 else "") if shown else "-"

@@ -282,15 +282,27 @@ def trial_line(row):
 
 
 def headline(rows):
-    """The figures a run's record keeps: the share of faults located (kind and place) and of
-    fault-free trials with a false alarm."""
+    """The figures a run's record keeps: the share of faults located (kind and place), of strong
+    ones over all and per C4 class, and of fault-free trials with a false alarm, each with its
+    Wilson interval (``FIGURE low``, ``FIGURE
+    high``), which a claim on it is judged by."""
     faulty = [r for r in rows if r["injected"] != "none"]
     free = [r for r in rows if r["injected"] == "none"]
     healthy = sum(r["healthy_s"] for r in rows)
     hard = [r for r in faulty if strong(r)]
-    return {"located (kind and place)": wilson(sum(r["correct"] for r in faulty), len(faulty))[0],
-            "located, strong faults": wilson(sum(r["correct"] for r in hard), len(hard))[0],
-            "fault-free trials with an alarm": wilson(sum(r["found"] != "none" for r in free), len(free))[0],
+    shares = {"located (kind and place)": wilson(sum(r["correct"] for r in faulty), len(faulty)),
+              "located, strong faults": wilson(sum(r["correct"] for r in hard), len(hard)),
+              "fault-free trials with an alarm": wilson(sum(r["found"] != "none" for r in free), len(free))}
+    for c in dict.fromkeys(CLASSES.values()):          # per C4 class: a claim per mechanism of the detector
+        mine = [r for r in hard if CLASSES[r["injected"]] == c]
+        if mine:
+            shares[f"located, strong {c}"] = wilson(sum(r["correct"] for r in mine), len(mine))
+    figures = {}
+    for name, (share, low, high) in shares.items():
+        figures[name] = share
+        if share is not None:
+            figures[f"{name} low"], figures[f"{name} high"] = round(low, 3), round(high, 3)
+    return {**figures,
             "F1": class_scores(rows).get("overall", (None, None, None))[2],
             "F1, strong faults": class_scores(strong_and_free(rows)).get("overall", (None, None, None))[2],
             "false alarms per hour": round(sum(r["false_alarms"] for r in rows) / healthy * 3600, 2) if healthy

@@ -25,3 +25,12 @@ def clean_machine():
 @pytest.fixture
 def run_dir(tmp_path):
     return tmp_path
+
+
+def pytest_terminal_summary(terminalreporter):
+    """What this machine could not check: the claims whose smoke load its calibration refused."""
+    from tests.emulation.test_claims import COULD_NOT_CHECK
+    if COULD_NOT_CHECK:
+        terminalreporter.section("what this machine could not check")
+        for name, why in COULD_NOT_CHECK:
+            terminalreporter.write_line(f"{name}'s claims: {why}")
