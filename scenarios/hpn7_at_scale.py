@@ -46,10 +46,10 @@ PAPER = {
     "agg": "single plane polarises the aggregation tier (no figure)",
     "idle": "(no figure)",
 }
-CLAIMS = (Claim("at 256 GPUs dual plane speeds up the cross-segment allreduce (gain's 95% interval above zero; HPN: "
-                "+50% to +64%)", "256 GPUs allreduce: gain low", at_least=0.0),
-          Claim("at 256 GPUs dual plane speeds up Multi-AllReduce (gain's 95% interval above zero)",
-                "256 GPUs multi: gain low", at_least=0.0))
+CLAIMS = (Claim("at 256 GPUs dual plane speeds up the cross-segment allreduce by 10% or more (HPN: +50% to +64%)",
+                "256 GPUs allreduce: gain", at_least=0.1),
+          Claim("at 256 GPUs dual plane speeds up Multi-AllReduce by 10% or more", "256 GPUs multi: gain",
+                at_least=0.1))
 SMOKE = ("--gpus", "256", "--draws", "4", "--seed", "1")
 # the code that measures, judges and scores this scenario's runs: the code half of its records
 CODE = ("testbed/fidelity/flowmodel.py", "testbed/fidelity/predict.py", "testbed/probes/loads.py",
