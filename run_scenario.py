@@ -27,7 +27,7 @@ if __name__ == "__main__":
 import argparse  # noqa: E402  (after the venv check: these need the venv's packages)
 
 from scenarios import DEFAULT, SCENARIOS  # noqa: E402
-from testbed.emulation import capacity, cores, dctcp, ecn, ovs, preflight, runrecord  # noqa: E402
+from testbed.emulation import capacity, cores, dctcp, ecn, fitting, ovs, preflight, runrecord  # noqa: E402
 from testbed.emulation.explore import explore  # noqa: E402
 from testbed.emulation.settings import RunSettings  # noqa: E402
 from testbed.errors import Interrupted, TestbedError  # noqa: E402
@@ -190,6 +190,17 @@ def run(args, argv):
     settings = RunSettings(slots=args.slots, cpu_placement=args.cpu_placement, machines=ms or None,
                            control_class=args.control_class == "on", ecn=args.ecn, congestion_control=args.cc)
     plan = module.prepare(args)             # every option checked; nothing built or written
+    fitted = None
+    if plan.fabrics and not ms and args.slots == 1 and hasattr(args, "rate") and not fitting.given(argv):
+        path = preflight.datapath()
+        where = capacity.cpu_placement(path, settings.placement(), plan.mtu)
+        fitted = fitting.fitted_rate(plan.fabrics, args.rate, plan.mtu, path, where)
+        if fitted is not None:
+            print(fitting.note(args.rate, fitted, plan.fabrics, plan.mtu, path, where))
+            if getattr(args, "seed", 0) is None:
+                args.seed = getattr(plan, "seed", None)       # the same draws at the fitted rate
+            args.rate = fitted
+            plan = module.prepare(args)
     for topo in plan.fabrics if settings.ecn else ():
         ecn.check(settings.ecn, min(link.queue for link in topo.links), plan.mtu)
     if settings.congestion_control and plan.fabrics:
@@ -221,7 +232,7 @@ def run(args, argv):
                 checked[topo.name, plan.mtu] = checks.preflight(engine, topo, plan.mtu)
             settings = replace(settings, engine=engine, checked=checked)
         experiment = Experiment(folder, replace(settings, results=folder.path), name=args.scenario)
-        return measure(args, argv, module, plan, experiment, datapath, fingerprint)
+        return measure(args, argv, module, plan, experiment, datapath, fingerprint, fitted)
 
 
 def measured_once(plan, settings):
@@ -232,7 +243,7 @@ def measured_once(plan, settings):
         ensure(plan.mtu, capacity.cpu_placement(path, settings.placement(), plan.mtu))
 
 
-def measure(args, argv, module, plan, experiment, datapath, fingerprint):
+def measure(args, argv, module, plan, experiment, datapath, fingerprint, fitted=None):
     emulation = ("cpu_placement", "slots", "machines", "control_class", "ecn", "cc")
     options = {k: v for k, v in vars(args).items()
                if k not in ("scenario", "list", "cleanup", "calibrate", "pages", "stale", "results", "cli", "record")
@@ -255,13 +266,14 @@ def measure(args, argv, module, plan, experiment, datapath, fingerprint):
         finally:
             if folder.path.is_dir():
                 version = ovs.version() if datapath else None
-                command = records.rerun(argv, getattr(plan, "seed", None))
+                run_argv = argv + ["--rate", f"{fitted:g}"] if fitted is not None else argv
+                command = records.rerun(run_argv, getattr(plan, "seed", None))
                 report = markdown.write(folder, args.scenario, command, status, plan, options, datapath, version,
                                         transcript.text())
                 print(f"report: {report}")
                 if not args.cli:
                     record = records.make(args.scenario, argv, plan, fingerprint, experiment, status, code, datapath,
-                                          version)
+                                          version, fitted)
                     records.save(record, folder)
                     if args.record:
                         print(f"record kept: {records.keep(record).relative_to(records.ROOT)}")

@@ -203,7 +203,7 @@ def prepare(args):
     ranks = rank_counts(args, workload)
     named = args.systems is not None
     systems = names(args.systems or ",".join(SYSTEMS if workload else SYNTHETIC), "--systems", SYSTEMS)
-    path = datapath()      # the userspace datapath's limit must not cap the kernel's
+    path = datapath()      # the limit of the datapath this machine runs
     check_ranks(ranks, args.rate, args.mtu, path)
     limit = capacity(args.mtu, path)
     if not 0.05 <= args.comm_share <= 0.95:

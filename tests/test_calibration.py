@@ -17,6 +17,7 @@ def calibrated(monkeypatch, tmp_path):
     """A calibration of this (pretended) machine: MTU 9000 1440 pinned / 960 none, MTU 1500 240 / 160."""
     monkeypatch.setenv("AI_TESTBED_CALIBRATION", str(tmp_path / "calibration.json"))
     monkeypatch.setattr(capacity, "machine", lambda: dict(MACHINE))
+    monkeypatch.setattr(capacity, "running_datapath", lambda: "user")
     capacity.store({(9000, "pinned"): 1440, (9000, "none"): 960, (1500, "pinned"): 240, (1500, "none"): 160},
                       rows=[])
     return tmp_path / "calibration.json"
@@ -53,11 +54,31 @@ def test_a_calibration_of_another_machine_is_stale_and_the_conservative_figure_s
         capacity.check_rate(BiGraph(2, 8, rate=30), 9000, placement="pinned")
 
 
+def test_a_calibration_of_the_other_datapath_is_not_used_and_says_how_to_recalibrate(calibrated, monkeypatch):
+    assert json.loads(calibrated.read_text())["datapath"] == "user"
+    monkeypatch.setattr(capacity, "running_datapath", lambda: "kernel")       # the module loaded since
+    calibrated.touch()
+    found, why = capacity.load()
+    assert found is None and "stale (datapath user -> kernel)" in why and "--calibrate" in why and "\n" not in why
+    with pytest.raises(TestbedError, match=r"more than Open vSwitch's kernel datapath here .* conservative figure"):
+        capacity.check_rate(BiGraph(2, 8, rate=30), 9000, "kernel")
+
+
+def test_the_kernel_datapath_s_calibration_is_read_as_the_userspace_one_is(calibrated, monkeypatch):
+    monkeypatch.setattr(capacity, "running_datapath", lambda: "kernel")
+    capacity.store({(9000, "none"): 1920}, rows=[])
+    assert json.loads(calibrated.read_text())["datapath"] == "kernel"
+    found, why = capacity.load()
+    assert why == "" and capacity.capacity(9000, "kernel") == 1920
+    with pytest.raises(TestbedError, match=r"about 1920 Mbit/s; calibrated on"):
+        capacity.check_rate(BiGraph(2, 8, rate=121), 9000, "kernel")
+
+
 def test_missing_or_unreadable_calibrations_fall_back(monkeypatch, tmp_path):
     monkeypatch.setenv("AI_TESTBED_CALIBRATION", str(tmp_path / "none.json"))
     assert capacity.load() == (None, "this machine is not calibrated (run_scenario.py --calibrate measures it)")
     assert capacity.capacity(9000) == 320 and capacity.capacity(1500) == 80
-    assert capacity.capacity(9000, "kernel") is None
+    assert capacity.capacity(9000, "kernel") == 320          # the kernel's, until it is calibrated
     (tmp_path / "none.json").write_text("{not json")
     assert "unreadable" in capacity.load()[1]
 

@@ -2,10 +2,11 @@
 before anything is built.
 
 The figures are measured per machine (``run_scenario.py --calibrate``, ``fidelity.calibrate``): the
-most offered load one userspace ovs-vswitchd carried faithfully, per MTU and CPU placement, stored
-in one file with the machine it was measured on. A calibration made on another kernel, Open vSwitch
-or number of cores is stale: it is not used, and the conservative figures below apply, which every
-refusal says. The rate check, ``largest_faithful_ranks`` and the verdicts read them.
+most offered load Open vSwitch carried faithfully on the datapath the machine runs (userspace where
+the kernel loads no modules, the kernel's openvswitch module elsewhere), per MTU and CPU placement,
+stored in one file with the machine and datapath it was measured on. A calibration made on another
+kernel, Open vSwitch, number of cores or datapath is stale: it is not used, and the conservative
+figures below apply, which every refusal says. The rate check, ``largest_faithful_ranks`` and the verdicts read them.
 """
 import json
 import math
@@ -34,6 +35,11 @@ def machine():
     return {"kernel": platform.release(), "ovs": ovs.version(), "cores": len(os.sched_getaffinity(0))}
 
 
+def running_datapath():
+    """The datapath runs take here: 'kernel' where the kernel has (or can load) openvswitch."""
+    return "kernel" if ovs.kernel_datapath_available() else "user"
+
+
 def goodput_ceiling(mtu):
     """TCP's payload over what a shaped link counts per frame: the frame with its Ethernet header,
     less IP and TCP headers with timestamps (0.956 at MTU 1500, 0.993 at 9000)."""
@@ -46,9 +52,10 @@ def faithful(row):
             and row["min_flow_ratio"] >= FAITHFUL_SLOWEST * ceiling)
 
 
-def store(results, rows):
-    """results: {(mtu, placement): faithful offered Mbit/s}; rows: every measurement behind them.
-    Merged into this machine's stored calibration: a figure measured again replaces the old one."""
+def store(results, rows, datapath=None):
+    """results: {(mtu, placement): faithful offered Mbit/s}; rows: every measurement behind them;
+    datapath: the one measured (default: the running one). Merged into this machine's stored
+    calibration: a figure measured again replaces the old one."""
     found, _ = load()
     figures = dict(found.figures) if found else {}
     figures.update(results)
@@ -56,7 +63,7 @@ def store(results, rows):
     data = {"date": found.data["date"] if found else date, "updated": date, "machine": machine(),
             "criterion": {"achieved_over_offered": FAITHFUL_TOTAL, "min_flow_ratio": FAITHFUL_SLOWEST,
                           "of": "TCP's goodput ceiling at the MTU"},
-            "datapath": "user",
+            "datapath": datapath or running_datapath(),
             "faithful_mbit": [{"mtu": mtu, "placement": where, "offered_mbit": mbit}
                               for (mtu, where), mbit in sorted(figures.items())],
             "rows": (found.data.get("rows", []) if found else []) + rows}
@@ -99,8 +106,9 @@ def load():
         try:
             data = json.loads(target.read_text())
             found = Calibration(data)
-            now = machine()
-            changed = [f"{k} {data['machine'].get(k)} -> {now[k]}" for k in now if data["machine"].get(k) != now[k]]
+            now = dict(machine(), datapath=running_datapath())
+            was = dict(data["machine"], datapath=data.get("datapath", "user"))
+            changed = [f"{k} {was.get(k)} -> {now[k]}" for k in now if was.get(k) != now[k]]
             result = ((None, f"the calibration of {found.date} is stale ({', '.join(changed)}): "
                        "run_scenario.py --calibrate again") if changed else (found, ""))
         except (OSError, ValueError, KeyError, TypeError) as e:
@@ -114,7 +122,8 @@ def load():
 # better over 2-3 switch hops in the first measurements (bench/forwarding_capacity.py, BiGraph(2,8),
 # 16 flows). MTU 9000: 0.98-0.99 at 80-320, 0.83-0.92 at 640 Mbit/s offered. MTU 1500: 0.91-0.93 at
 # 40-80 (TCP's goodput ceiling there is 0.96), 0.65-0.74 at 160. Conservative: calibrations since
-# found 960 faithful at MTU 9000 on such a machine. The kernel datapath is not limited this way.
+# found 640-960 faithful at MTU 9000 on such a machine. They apply to the kernel datapath too until it
+# is calibrated: its shaping and the hosts' stacks share the same cores.
 USERSPACE_CAPACITY_MBIT = {1500: 80, 9000: 320}
 MTU_RANGE = (1280, 9000)
 # Below this a 9000-byte frame spends over 70 ms on every hop: TCP's timers, the ranks' 20 s
@@ -161,10 +170,8 @@ def cpu_placement(datapath, mode="auto", mtu=9000):
 
 
 def capacity(mtu, datapath="user", placement=None):
-    """Total offered Mbit/s carried faithfully (this machine's calibration, else the conservative
-    figure), or None where no limit was measured. placement None: the one auto would choose."""
-    if datapath == "kernel":
-        return None
+    """Total offered Mbit/s carried faithfully on `datapath` (this machine's calibration, else the
+    conservative figure). placement None: the one auto would choose."""
     placement = placement or cpu_placement(datapath, mtu=mtu)
     found, _ = load()
     measured = found and found.faithful_mbit(mtu, placement)
@@ -173,8 +180,6 @@ def capacity(mtu, datapath="user", placement=None):
 
 def source(mtu, datapath="user", placement=None):
     """Where capacity()'s figure comes from, in words."""
-    if datapath == "kernel":
-        return "kernel datapath: no limit measured"
     placement = placement or cpu_placement(datapath, mtu=mtu)
     found, why = load()
     if found and found.faithful_mbit(mtu, placement) is not None:
@@ -186,8 +191,6 @@ def largest_faithful_ranks(rate, mtu, datapath="user", placement=None):
     """The most ranks (a power of two, one NIC each) whose traffic this machine forwards faithfully
     at `rate` Mbit/s per NIC."""
     limit = capacity(mtu, datapath, placement)
-    if limit is None:      # no limit measured for this datapath
-        return 1 << 8
     most = int(limit // rate)
     return 1 << (most.bit_length() - 1) if most >= 2 else 0
 
@@ -216,9 +219,10 @@ def check_rate(topo, mtu, datapath="user", placement=None):
         raise TestbedError(f"this machine's calibration found no faithful load at MTU {mtu} with CPU placement "
                            f"{placement} (the lowest it tried failed): use --mtu 9000{other}, or run_scenario.py "
                            "--calibrate again on a quieter machine")
-    if cap is not None and load > cap:
+    if load > cap:
         hint = " or --mtu 9000" if mtu < 9000 else ""
+        said = "one userspace ovs-vswitchd" if datapath == "user" else "Open vSwitch's kernel datapath here"
         raise TestbedError(
-            f"{ports} NIC ports at {topo.rate:g} Mbit/s offer {load:g} Mbit/s, more than one userspace "
-            f"ovs-vswitchd forwards faithfully at MTU {mtu} (about {cap:g} Mbit/s; "
+            f"{ports} NIC ports at {topo.rate:g} Mbit/s offer {load:g} Mbit/s, more than {said} "
+            f"forwards faithfully at MTU {mtu} (about {cap:g} Mbit/s; "
             f"{source(mtu, datapath, placement)}): use --rate {cap / ports:.3g} or less{hint}")

@@ -191,6 +191,8 @@ def staleness(record, scenarios, parser):
     older = code_half.changed(record["fingerprint"].get("code", {}), code_half.of(module))
     try:
         args = parser.parse_args(record["argv"])
+        if record.get("fitted_rate") is not None:       # a default rate lowered to the machine's capacity
+            args.rate = record["fitted_rate"]
         now = of_run(module, args, seed=record.get("seed"))
     except SystemExit:
         return ["options"], f"its command no longer parses at HEAD ({record['command']})", older

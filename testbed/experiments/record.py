@@ -102,10 +102,13 @@ def rerun(argv, seed):
     return "run_scenario.py " + shlex.join(args)
 
 
-def make(scenario, argv, plan, fingerprint, experiment, status, code, datapath, ovs_version):
-    """The record of a run that has ended (however it ended)."""
+def make(scenario, argv, plan, fingerprint, experiment, status, code, datapath, ovs_version, fitted=None):
+    """The record of a run that has ended (however it ended); fitted: the --rate a default was
+    lowered to (emulation.fitting), which the command that reruns it names."""
     seed = getattr(plan, "seed", None)
-    return {"format": FORMAT, "scenario": scenario, "command": rerun(argv, seed), "argv": list(argv),
+    command = rerun([*argv, "--rate", f"{fitted:g}"] if fitted is not None else argv, seed)
+    return {"format": FORMAT, "scenario": scenario, "command": command, "argv": list(argv),
+            **({"fitted_rate": fitted} if fitted is not None else {}),
             "key": command_key(argv), "seed": seed, "started": experiment.results.started,
             "seconds": experiment.seconds, "status": status, "exit_code": code, **provenance(),
             "versions": markdown.versions(ovs_version), "machine": machine(datapath),

@@ -88,11 +88,13 @@ def calibrate(log=print, wanted=None):
     """Measure and store (merged with what this machine's calibration already holds); (path,
     {(mtu, placement): faithful Mbit/s}). wanted: [(mtu, placement)]; default: every MTU of the
     ladders with every placement this machine offers."""
-    if wanted is None:
-        placements = ["none", "pinned"] if cores.possible() else ["none"]
+    if wanted is None:      # pinning is ovs-vswitchd's threads' (userspace); the kernel forwards in softirq
+        user = capacity.running_datapath() == "user"
+        placements = ["none", "pinned"] if cores.possible() and user else ["none"]
         wanted = [(mtu, cpu) for mtu in LADDERS for cpu in placements]
     results, rows, started = {}, [], time.monotonic()
-    log(f"calibrating: {FLOWS} flows over BiGraph(2,8) at offered loads searched by bisection, for "
+    log(f"calibrating Open vSwitch's {capacity.running_datapath()} datapath: {FLOWS} flows over BiGraph(2,8) at "
+        f"offered loads searched by bisection, for "
         f"{', '.join(f'MTU {m} placement {c}' for m, c in wanted)}; faithful: {capacity.FAITHFUL_TOTAL} "
         f"of the offered load delivered and the slowest flow at {capacity.FAITHFUL_SLOWEST} of its rate (of "
         "TCP's goodput ceiling at the MTU), in two of at most three tries")
