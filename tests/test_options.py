@@ -19,7 +19,8 @@ def test_rate_beyond_emulator_capacity_is_refused_with_fix():
         capacity.check_rate(BiGraph(2, 8, rate=50), mtu=1500)
     capacity.check_rate(BiGraph(2, 8, rate=5), mtu=1500)
     capacity.check_rate(BiGraph(2, 8, rate=10), mtu=9000)
-    capacity.check_rate(BiGraph(2, 8, rate=1000), mtu=1500, datapath="kernel")
+    with pytest.raises(TestbedError, match=r"kernel datapath here .* use --rate 5 or less"):
+        capacity.check_rate(BiGraph(2, 8, rate=1000), mtu=1500, datapath="kernel")   # until it is calibrated
 
 
 def test_mtu_range():
