@@ -24,7 +24,7 @@ def test_every_scenario_has_its_page_and_the_readme_links_it():
     for name in SCENARIOS:
         assert (ROOT / "docs" / "scenarios" / f"{name}.md").exists(), name
         assert f"(docs/scenarios/{name}.md)" in readme, name
-    assert len(readme.splitlines()) <= 150
+    assert len(readme.splitlines()) <= 170          # a front page: prerequisites and terms, the rest linked
 
 
 @pytest.mark.parametrize("page, command", COMMANDS, ids=[f"{p}: {c}" for p, c in COMMANDS])

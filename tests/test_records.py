@@ -137,6 +137,7 @@ def kept(tmp_path, monkeypatch):
     """A records folder and a scenario page of our own."""
     monkeypatch.setattr(records, "RECORDS", tmp_path / "records")
     monkeypatch.setattr(pages, "PAGES", tmp_path / "pages")
+    monkeypatch.setattr(pages, "GUIDES", tmp_path / "guides")
     (tmp_path / "pages").mkdir()
     for name in SCENARIOS:
         (tmp_path / "pages" / f"{name}.md").write_text(f"# {name}\n")

@@ -38,6 +38,10 @@ OLDER = "> **Measured with older code:**"
 CLASSES = re.compile(r"<!-- machine classes -->\n.*?<!-- /machine classes -->\n\n", re.DOTALL)
 VERDICTS = "Claims as this run judged them:"
 VERDICT_LINE = re.compile(r"^- (.*): \*\*(.*?)\*\* \((.*)\)$")
+# A figure a guide quotes, filled from the newest record of the scenario's default command:
+#   <!-- fig: SCENARIO FIGURE -->0.985<!-- /fig -->
+FIGURE = re.compile(r"<!-- fig: (\S+) (.+?) -->(.*?)<!-- /fig -->", re.DOTALL)
+GUIDES = ROOT / "docs" / "lab"
 MAX_ROW_LINES = 40
 OPTIONS = re.compile(r"## Options\n\n```\n.*?```\n", re.DOTALL)
 WIDTH = "100"         # the width the pages' Options blocks are written at
@@ -228,6 +232,38 @@ def options(parser, name):
     return "## Options\n\n```\n" + help_[help_.index("options:"):].rstrip("\n") + "\n```\n"
 
 
+def figure_text(record, figure):
+    """A record's headline figure as a guide quotes it: 3 significant figures, with its interval
+    where the record keeps one; the record's date after it."""
+    figures = record["headline"]
+    if figure not in figures:
+        raise TestbedError(f"the newest record of {record['scenario']} ({record['path']}) has no figure {figure!r}: "
+                           "quote one its headline has")
+    value, lo, hi = figures[figure], figures.get(figure + " low"), figures.get(figure + " high")
+    said = f"{value:.3g}" if isinstance(value, (int, float)) else str(value)
+    if isinstance(lo, (int, float)) and isinstance(hi, (int, float)):
+        said += f" [{lo:.3g}, {hi:.3g}]"
+    return said
+
+
+def with_figures(text, scenarios, where):
+    """text with every figure reference filled from its scenario's newest default record."""
+    kept = by_command(scenarios)
+    def filled(m):
+        name, figure = m.group(1), m.group(2)
+        if name not in scenarios:
+            raise TestbedError(f"{where} quotes a figure of {name!r}, not a scenario: run_scenario.py --list")
+        runs = kept.get((name, (name,)))
+        if not runs:
+            raise TestbedError(f"{where} quotes {figure!r} of {name}, which has no kept run of its default command")
+        return f"<!-- fig: {name} {figure} -->{figure_text(runs[-1], figure)}<!-- /fig -->"
+    return FIGURE.sub(filled, text)
+
+
+def guides():
+    return sorted(GUIDES.glob("*.md"))
+
+
 def classes_note(classes):
     """The note at a page's top where its blocks come from machines of different classes."""
     distinct = list(dict.fromkeys(classes))
@@ -276,6 +312,8 @@ def refresh(scenarios, parser, names=None):
         out.append(text[at:])
         page.write_text(with_classes_note("".join(out), classes))
         report[page] = notes
+    for guide in guides() if names is None else ():
+        guide.write_text(with_figures(guide.read_text(), scenarios, named(guide)))
     return report
 
 
@@ -313,4 +351,8 @@ def mismatches(scenarios):
                 found.append((named(page), path, "the block is not what the record gives"))
         if with_classes_note(text, classes) != text:
             found.append((named(page), "-", "its note on machine classes is not what its blocks' records give"))
+    for guide in guides():
+        text = guide.read_text()
+        if with_figures(text, scenarios, named(guide)) != text:
+            found.append((named(guide), "-", "a figure it quotes is not its record's (run_scenario.py --pages)"))
     return found

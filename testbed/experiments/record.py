@@ -35,7 +35,9 @@ NOT_THE_RUN = {"--results": 1, "--record": 0}
 def git(*args):
     """git's output in the repository, or None where there is no git or no repository."""
     try:
-        done = subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True, timeout=20)
+        # safe.directory: a tree owned by another user (the lab VM's /vagrant, run as root) is still ours
+        done = subprocess.run(["git", "-c", f"safe.directory={ROOT}", "-C", str(ROOT), *args], capture_output=True,
+                              text=True, timeout=20)
     except (OSError, subprocess.TimeoutExpired):
         return None
     return done.stdout.rstrip() if done.returncode == 0 else None
