@@ -2,7 +2,8 @@
 # One-step setup for the testbed on Debian 12 / Ubuntu, as root. Idempotent: a second run is quick.
 #   sudo ./setup.sh          install and start what the testbed needs
 #   sudo ./setup.sh run ...  then run a scenario (default: the default scenario)
-#   sudo ./setup.sh test ... then run the linter and the test suite (extra words go to pytest)
+#   sudo ./setup.sh test ... then run the linter and the test suite (extra words go to pytest;
+#                            -m slow runs the slow set, which the suite leaves out)
 #   sudo ./setup.sh machine  a machine that only serves slots of a run across machines (docs/machines.md):
 #                            no calibration (the head's preflight measures what such a run needs)
 set -euo pipefail

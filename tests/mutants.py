@@ -9,6 +9,7 @@ fails), and **survives** otherwise. The tree itself is never changed.
 
     sudo .venv/bin/python tests/mutants.py              # every mutant (about 40 min here)
     sudo .venv/bin/python tests/mutants.py hdrm-as-hd   # the ones named
+    sudo .venv/bin/python tests/mutants.py planes-as-single:hpn7_rails   # one of a mutant's scenarios
 
 Its output, as a Markdown table, is on docs/tests.md. ``tests/test_mutants.py`` checks without
 root that every mutant still applies to the tree and that every scenario is named by one.
@@ -115,7 +116,8 @@ def applied(mutant, tree):
 
 
 def smoke(tree, name, folder):
-    """(killed, what was seen) of one scenario's smoke run in the mutated tree."""
+    """(killed, what was seen) of one scenario's smoke run in the mutated tree; killed None where the
+    run was refused before it started (another run active, the machine's calibration): not run."""
     said = subprocess.run([sys.executable, "-c", f"import json; from scenarios import SCENARIOS; "
                            f"print(json.dumps(SCENARIOS[{name!r}].SMOKE))"], cwd=tree, capture_output=True, text=True)
     if said.returncode:
@@ -126,6 +128,8 @@ def smoke(tree, name, folder):
     record = folder / "record.json"
     if not record.exists():
         last = (run.stderr.strip() or run.stdout.strip() or "no output").splitlines()[-1]
+        if run.returncode == 2:
+            return None, f"refused before it ran: {last[:160]}"
         return True, f"the run failed before a record (exit {run.returncode}: {last[:120]})"
     kept = json.loads(record.read_text())
     refuted = [c for c in kept.get("claims", []) if c["verdict"] in ("DOES NOT HOLD", "NOT MEASURED")]
@@ -137,27 +141,34 @@ def smoke(tree, name, folder):
 
 
 def main(names):
+    only = {}                                               # MUTANT:SCENARIO: only those of its runs
+    for n in names:
+        if ":" in n:
+            only.setdefault(n.split(":", 1)[0], []).append(n.split(":", 1)[1])
+    names = list(dict.fromkeys(n.split(":", 1)[0] for n in names))
     chosen = [m for m in MUTANTS if not names or m.name in names]
-    if names and len(chosen) != len(set(names)):
+    if names and len(chosen) != len(names) or any(set(only.get(m.name, ())) - set(m.scenarios) for m in chosen):
         known = ", ".join(m.name for m in MUTANTS)
         raise SystemExit(f"unknown mutant among {', '.join(names)}: the mutants are {known}")
     print("| mutant | what it breaks | scenario | result | the smoke run's refuted claims | time |")
     print("|---|---|---|---|---|---|")
-    survived = 0
+    survived = not_run = 0
     for mutant in chosen:
         with tempfile.TemporaryDirectory(prefix=f"mutant-{mutant.name}-") as where:
             tree = Path(where) / "tree"
             copy(tree)
             applied(mutant, tree)
-            for name in mutant.scenarios:
+            for name in only.get(mutant.name, mutant.scenarios):
                 started = time.monotonic()
                 killed, seen = smoke(tree, name, Path(where) / name)
-                survived += not killed
-                print(f"| {mutant.name} | {mutant.breaks} | {name} | {'killed' if killed else 'SURVIVED'} | "
+                survived += killed is False
+                not_run += killed is None
+                result = {True: "killed", False: "SURVIVED", None: "NOT RUN"}[killed]
+                print(f"| {mutant.name} | {mutant.breaks} | {name} | {result} | "
                       f"{seen.replace('|', '/')} | {time.monotonic() - started:.0f} s |", flush=True)
     for name, why in NOT_SHOWN.items():
         print(f"| - | - | {name} | not shown | {why} | - |")
-    return 1 if survived else 0
+    return 1 if survived or not_run else 0
 
 
 if __name__ == "__main__":

@@ -1,32 +1,87 @@
-"""Every command the lab guide gives names a scenario and options that exist and pass their checks
-(prepare: nothing built), so a student never meets an 'unknown option' in an exercise."""
+"""Every command the lab guide and its answers give names a scenario and options that exist and
+pass their checks (prepare: nothing built), so a student never meets an 'unknown option' in an
+exercise; a command marked `# refused` is refused in one line with exit code 2. As root (the slow
+set), every command runs in its short form: the command's own options, with the scenario's smoke
+options added where the command gives none and its counts (trials, iterations, draws) capped at the
+smoke's."""
 import re
 import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 import run_scenario
 from scenarios import DEFAULT, SCENARIOS
+from testbed.emulation import capacity
 from testbed.emulation.shaping import netem_available
+from testbed.errors import TestbedError
 
-GUIDE = Path(__file__).resolve().parents[1] / "docs" / "lab" / "README.md"
-COMMANDS = re.findall(r"sudo \./setup\.sh run([^`\n]*)", GUIDE.read_text())
+ROOT = Path(__file__).resolve().parents[1]
+GUIDES = sorted((ROOT / "docs" / "lab").glob("*.md"))
+COMMANDS = sorted({(g.name, c.strip()) for g in GUIDES
+                   for c in re.findall(r"sudo \./setup\.sh run([^`'\n]*)", g.read_text())})
+COUNTS = ("--trials", "--iters", "--draws", "--rounds", "--fault-free", "--design-trials", "--model-draws")
+
+
+def argv_of(command):
+    argv = shlex.split(command.split("#")[0])
+    return argv if argv and argv[0] in SCENARIOS else [DEFAULT] + argv
+
+
+def short_form(argv):
+    """The command's options, the smoke's where it gives none, counts capped at the smoke's."""
+    smoke, out = list(SCENARIOS[argv[0]].SMOKE), list(argv)
+    given = {a for a in argv if a.startswith("--")}
+    k = 0
+    while k < len(smoke):
+        name = smoke[k]
+        value = smoke[k + 1] if k + 1 < len(smoke) and not smoke[k + 1].startswith("--") else None
+        if name not in given:
+            out += [name] + ([value] if value is not None else [])
+        elif name in COUNTS and value is not None:
+            at = out.index(name) + 1
+            out[at] = str(min(int(out[at]), int(value)))
+        k += 2 if value is not None else 1
+    return out
 
 
 def test_the_guide_has_an_exercise_for_every_scenario():
-    named = {c.split()[0] for c in COMMANDS if c.strip() and not c.strip().startswith("-")}
-    assert set(SCENARIOS) <= named | {DEFAULT}, set(SCENARIOS) - named
+    named = {argv_of(c)[0] for _, c in COMMANDS}
+    assert set(SCENARIOS) <= named, set(SCENARIOS) - named
 
 
-@pytest.mark.parametrize("command", COMMANDS)
-def test_each_command_of_the_guide_is_accepted(command):
-    argv = shlex.split(command.split("#")[0])
-    if not argv or argv[0] not in SCENARIOS:
-        argv = [DEFAULT] + argv
+@pytest.mark.parametrize("guide, command", COMMANDS, ids=[f"{g}: {c}" for g, c in COMMANDS])
+def test_each_command_of_the_guide_is_accepted(guide, command):
+    argv = argv_of(command)
     if "--help" in argv:
         return
     if "--delay" in argv and not netem_available():
         pytest.skip("--delay needs netem, which this kernel lacks (the lab VM has it)")
     args = run_scenario.parser().parse_args(argv)
-    assert SCENARIOS[args.scenario].prepare(args) is not None
+    plan = SCENARIOS[args.scenario].prepare(args)
+    if "# refused" in command:          # by the rate check, before anything is built (no calibration here)
+        with pytest.raises(TestbedError, match="more than .* forwards faithfully"):
+            for topo in plan.fabrics:
+                capacity.check_rate(topo, plan.mtu)
+    else:
+        assert plan is not None
+
+
+@pytest.mark.slow
+@pytest.mark.emulation
+@pytest.mark.parametrize("guide, command", COMMANDS, ids=[f"{g}: {c}" for g, c in COMMANDS])
+def test_each_command_of_the_guide_runs_in_its_short_form(guide, command, tmp_path):
+    import os
+    if os.geteuid() != 0:
+        pytest.skip("runs need root (sudo ./setup.sh test -m slow)")
+    argv = argv_of(command)
+    if "--help" in argv or ("--delay" in argv and not netem_available()):
+        pytest.skip("nothing to run here" if "--help" in argv else "--delay needs netem")
+    run = subprocess.run([sys.executable, "run_scenario.py", *short_form(argv), "--results", str(tmp_path / "run")],
+                         cwd=ROOT, capture_output=True, text=True, timeout=1200, stdin=subprocess.DEVNULL)
+    if "# refused" in command:
+        assert run.returncode == 2 and len(run.stderr.strip().splitlines()) == 1, run.stderr[-1000:]
+    else:
+        assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
