@@ -310,7 +310,7 @@ def refresh(scenarios, parser, names=None):
                     body(newest, runs, getattr(scenarios[name], "CLAIMS", ())), "<!-- /measured -->"]
             at = match.end()
         out.append(text[at:])
-        page.write_text(with_classes_note("".join(out), classes))
+        page.write_text(with_figures(with_classes_note("".join(out), classes), scenarios, named(page)))
         report[page] = notes
     for guide in guides() if names is None else ():
         guide.write_text(with_figures(guide.read_text(), scenarios, named(guide)))
@@ -351,6 +351,8 @@ def mismatches(scenarios):
                 found.append((named(page), path, "the block is not what the record gives"))
         if with_classes_note(text, classes) != text:
             found.append((named(page), "-", "its note on machine classes is not what its blocks' records give"))
+        if with_figures(text, scenarios, named(page)) != text:
+            found.append((named(page), "-", "a figure its prose quotes is not its record's (run_scenario.py --pages)"))
     for guide in guides():
         text = guide.read_text()
         if with_figures(text, scenarios, named(guide)) != text:
