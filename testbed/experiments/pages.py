@@ -23,6 +23,7 @@ different classes (datapath and calibration) says so at its top.
 """
 import os
 import re
+import shlex
 
 from testbed.errors import TestbedError
 from testbed.experiments import code_half
@@ -38,9 +39,11 @@ OLDER = "> **Measured with older code:**"
 CLASSES = re.compile(r"<!-- machine classes -->\n.*?<!-- /machine classes -->\n\n", re.DOTALL)
 VERDICTS = "Claims as this run judged them:"
 VERDICT_LINE = re.compile(r"^- (.*): \*\*(.*?)\*\* \((.*)\)$")
-# A figure a guide quotes, filled from the newest record of the scenario's default command:
+# A figure a page or guide quotes, filled from the newest record of a command (the scenario's
+# default, or the arguments given before " | "):
 #   <!-- fig: SCENARIO FIGURE -->0.985<!-- /fig -->
-FIGURE = re.compile(r"<!-- fig: (\S+) (.+?) -->(.*?)<!-- /fig -->", re.DOTALL)
+#   <!-- fig: SCENARIO --option value | FIGURE -->0.985<!-- /fig -->
+FIGURE = re.compile(r"<!-- fig: (.+?) -->(.*?)<!-- /fig -->", re.DOTALL)
 GUIDES = ROOT / "docs" / "lab"
 MAX_ROW_LINES = 40
 OPTIONS = re.compile(r"## Options\n\n```\n.*?```\n", re.DOTALL)
@@ -247,16 +250,18 @@ def figure_text(record, figure):
 
 
 def with_figures(text, scenarios, where):
-    """text with every figure reference filled from its scenario's newest default record."""
+    """text with every figure reference filled from the newest record of its command."""
     kept = by_command(scenarios)
     def filled(m):
-        name, figure = m.group(1), m.group(2)
-        if name not in scenarios:
-            raise TestbedError(f"{where} quotes a figure of {name!r}, not a scenario: run_scenario.py --list")
-        runs = kept.get((name, (name,)))
+        said = m.group(1)
+        command, figure = said.split(" | ", 1) if " | " in said else said.split(" ", 1)
+        key = tuple(shlex.split(command))
+        if key[0] not in scenarios:
+            raise TestbedError(f"{where} quotes a figure of {key[0]!r}, not a scenario: run_scenario.py --list")
+        runs = kept.get((key[0], key))
         if not runs:
-            raise TestbedError(f"{where} quotes {figure!r} of {name}, which has no kept run of its default command")
-        return f"<!-- fig: {name} {figure} -->{figure_text(runs[-1], figure)}<!-- /fig -->"
+            raise TestbedError(f"{where} quotes {figure!r} of `{' '.join(key)}`, which has no kept run")
+        return f"<!-- fig: {said} -->{figure_text(runs[-1], figure)}<!-- /fig -->"
     return FIGURE.sub(filled, text)
 
 
