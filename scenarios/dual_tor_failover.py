@@ -39,8 +39,8 @@ CLAIMS = (Claim("dual-ToR: a NIC-ToR link cut costs the job little (HPN: 6.25% o
                 at_most=0.1))
 SMOKE = ("--fail", "link", "--at", "4", "--down-for", "4", "--run-for", "12", "--seed", "1")
 # the code that measures, judges and scores this scenario's runs: the code half of its records
-CODE = (*EMULATION, "testbed/emulation/faults.py", "testbed/runs/together.py", "testbed/collectives/metrics.py",
-        "testbed/experiments/trials.py")
+CODE = (*EMULATION, "testbed/emulation/events.py", "testbed/emulation/faults.py", "testbed/runs/together.py",
+        "testbed/collectives/metrics.py", "testbed/experiments/trials.py")
 
 
 def add_arguments(parser):
