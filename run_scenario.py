@@ -31,7 +31,7 @@ from testbed.emulation import capacity, cores, dctcp, ecn, fitting, ovs, preflig
 from testbed.emulation.explore import explore  # noqa: E402
 from testbed.emulation.settings import RunSettings  # noqa: E402
 from testbed.errors import Interrupted, TestbedError  # noqa: E402
-from testbed.experiments import pages  # noqa: E402
+from testbed.experiments import calibrations, pages  # noqa: E402
 from testbed.experiments import record as records  # noqa: E402
 from testbed.experiments.experiment import Experiment, conduct  # noqa: E402
 from testbed.experiments.fingerprint import of_run  # noqa: E402
@@ -62,6 +62,9 @@ def parser():
                           "for the rate checks and verdicts: all MTUs and CPU placements (a few minutes), or the "
                           "default MTU and placement only (about a minute; setup.sh does this once, and a run "
                           "measures another MTU or placement the first time it needs it)")
+    top.add_argument("--keep", metavar="LABEL",
+                     help="with --calibrate: also keep the calibration under docs/calibrations/, labelled (a few "
+                          "words naming the machine), for the table of machines in docs/fidelity.md")
     top.add_argument("--pages", action="store_true",
                      help="draw every scenario page's measured blocks from the newest kept record of each block's "
                           "command (no root)")
@@ -116,7 +119,8 @@ def main(argv):
     if argv and not argv[0].startswith("-") and argv[0] not in SCENARIOS:
         print(f"error: unknown scenario {argv[0]!r}: run_scenario.py --list names them", file=sys.stderr)
         return 2
-    if not set(argv) & (set(SCENARIOS) | {"--list", "--cleanup", "--calibrate", "--pages", "--stale", "-h", "--help"}):
+    if not set(argv) & (set(SCENARIOS) | {"--list", "--cleanup", "--calibrate", "--keep", "--pages", "--stale", "-h",
+                                          "--help"}):
         argv = [DEFAULT] + argv   # options alone are the default scenario's
     top = parser()
     args, unknown = top.parse_known_args(argv)
@@ -134,8 +138,10 @@ def main(argv):
                 removed = runrecord.cleanup_all()
                 print("removed: " + " ".join(removed) if removed else "nothing to clean up")
                 return 0
+            if args.keep is not None and not args.calibrate:
+                raise TestbedError("--keep keeps a calibration: give it with --calibrate")
             if args.calibrate:
-                return calibrate(args.calibrate)
+                return calibrate(args.calibrate, args.keep)
             if args.pages or args.stale:
                 return show_pages(args.stale)
             return run(args, argv)
@@ -147,11 +153,16 @@ def main(argv):
         return 128 + e.signum
 
 
-def calibrate(which):
+def calibrate(which, label=None):
     preflight.require_root()
     preflight.require_ovs()
+    if label is not None and not label.strip():
+        raise TestbedError("--keep needs a label naming the machine (e.g. 'a 2-core VM, Debian 12')")
     path, _ = measure_capacity(wanted=FIRST if which == "default" else None)
     print(f"stored in {path}: runs use it from now on")
+    if label is not None:
+        print(f"kept: {calibrations.keep(label).relative_to(records.ROOT)} (run_scenario.py --pages puts it in "
+              "docs/fidelity.md's table)")
     return 0
 
 
@@ -246,7 +257,8 @@ def measured_once(plan, settings):
 def measure(args, argv, module, plan, experiment, datapath, fingerprint, fitted=None):
     emulation = ("cpu_placement", "slots", "machines", "control_class", "ecn", "cc")
     options = {k: v for k, v in vars(args).items()
-               if k not in ("scenario", "list", "cleanup", "calibrate", "pages", "stale", "results", "cli", "record")
+               if k not in ("scenario", "list", "cleanup", "calibrate", "keep", "pages", "stale", "results", "cli",
+                            "record")
                and (getattr(module, "EMULATES", True) or k not in emulation)}
     if "seed" in options:
         options["seed"] = getattr(plan, "seed", options["seed"])

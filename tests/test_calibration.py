@@ -195,3 +195,19 @@ def test_unpin_puts_back_what_pin_found_even_through_json(monkeypatch):
     affinity[12] = {1}                       # a thread started while pinned
     cores.unpin(10, json.loads(json.dumps(before)))
     assert affinity == {10: {0, 1}, 11: {1}, 12: {0, 1}}
+
+
+def test_a_kept_calibration_is_a_row_of_the_one_table_the_docs_show(calibrated, monkeypatch, tmp_path):
+    from testbed.experiments import calibrations
+    monkeypatch.setattr(calibrations, "KEPT", tmp_path / "kept")
+    with pytest.raises(TestbedError, match="needs a label"):
+        calibrations.keep("  ")
+    path = calibrations.keep("machine A, 2 cores")
+    assert json.loads(path.read_text())["datapath"] == "user"
+    table = calibrations.table()
+    assert "| machine A, 2 cores | 6.1.0-test | user | 2 | 3.1.0 | 960 | 1,440 | 160 | 240 |" in table
+    page = "# Fidelity\n\n<!-- calibrations -->\nold\n<!-- /calibrations -->\n\nafter\n"
+    assert calibrations.with_table(page) == f"# Fidelity\n\n{table}\n\nafter\n"
+    (tmp_path / "kept" / "broken.json").write_text("{")
+    with pytest.raises(TestbedError, match="does not parse"):
+        calibrations.table()

@@ -26,7 +26,7 @@ import re
 import shlex
 
 from testbed.errors import TestbedError
-from testbed.experiments import code_half
+from testbed.experiments import calibrations, code_half
 from testbed.experiments import record as records
 from testbed.experiments.claims import check_claims
 from testbed.experiments.fingerprint import changed, of_run
@@ -319,6 +319,8 @@ def refresh(scenarios, parser, names=None):
         report[page] = notes
     for guide in guides() if names is None else ():
         guide.write_text(with_figures(guide.read_text(), scenarios, named(guide)))
+    if names is None and calibrations.PAGE.exists():
+        calibrations.PAGE.write_text(calibrations.with_table(calibrations.PAGE.read_text()))
     return report
 
 
@@ -362,4 +364,9 @@ def mismatches(scenarios):
         text = guide.read_text()
         if with_figures(text, scenarios, named(guide)) != text:
             found.append((named(guide), "-", "a figure it quotes is not its record's (run_scenario.py --pages)"))
+    if calibrations.PAGE.exists():
+        text = calibrations.PAGE.read_text()
+        if calibrations.with_table(text) != text:
+            found.append((named(calibrations.PAGE), "-", "its table of calibrations is not what docs/calibrations/ "
+                          "holds (run_scenario.py --pages)"))
     return found
