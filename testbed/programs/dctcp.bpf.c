@@ -158,7 +158,18 @@ void BPF_PROG(dctcp_state, struct sock *sk, __u8 new_state)
 		react_to_loss(sk);
 }
 
-/* The receiver: echo a change of CE state at once, after any ACK held back for the old state. */
+/* The receiver's ECE: demanded while the CE state it echoes is set. */
+static void ece_ack_cwr(struct tcp_sock *tp, __u32 ce_state)
+{
+	if (ce_state)
+		tp->ecn_flags |= ECN_DEMAND_CWR;
+	else
+		tp->ecn_flags &= ~ECN_DEMAND_CWR;
+}
+
+/* The receiver: echo a change of CE state at once, after any ACK held back for the old state, which
+ * carries the old state's ECE (as the kernel's dctcp_ece_ack_update: without it a held-back ACK for
+ * CE packets could go out without ECE, and the sender's alpha read low). */
 static void ece_ack_update(struct sock *sk, __u32 new_ce_state)
 {
 	struct inet_connection_sock *icsk = (struct inet_connection_sock *)sk;
@@ -166,16 +177,15 @@ static void ece_ack_update(struct sock *sk, __u32 new_ce_state)
 	struct dctcp *ca = ca_of(sk);
 
 	if (ca->ce_state != new_ce_state) {
-		if (icsk->icsk_ack.pending & ICSK_ACK_TIMER)
+		if (icsk->icsk_ack.pending & ICSK_ACK_TIMER) {
+			ece_ack_cwr(tp, ca->ce_state);
 			bpf_tcp_send_ack(tp, ca->prior_rcv_nxt);
+		}
 		icsk->icsk_ack.pending |= ICSK_ACK_NOW;
 	}
 	ca->prior_rcv_nxt = tp->rcv_nxt;
 	ca->ce_state = new_ce_state;
-	if (new_ce_state)
-		tp->ecn_flags |= ECN_DEMAND_CWR;
-	else
-		tp->ecn_flags &= ~ECN_DEMAND_CWR;
+	ece_ack_cwr(tp, new_ce_state);
 }
 
 SEC("struct_ops")
