@@ -243,9 +243,11 @@ def figure_text(record, figure):
         raise TestbedError(f"the newest record of {record['scenario']} ({record['path']}) has no figure {figure!r}: "
                            "quote one its headline has")
     value, lo, hi = figures[figure], figures.get(figure + " low"), figures.get(figure + " high")
-    said = f"{value:.3g}" if isinstance(value, (int, float)) else str(value)
+    def number(v):
+        return f"{v:,.0f}" if abs(v) >= 1000 or float(v).is_integer() else f"{v:.3g}"
+    said = number(value) if isinstance(value, (int, float)) else str(value)
     if isinstance(lo, (int, float)) and isinstance(hi, (int, float)):
-        said += f" [{lo:.3g}, {hi:.3g}]"
+        said += f" [{number(lo)}, {number(hi)}]"
     return said
 
 
