@@ -18,6 +18,9 @@ def test_a_threshold_must_be_positive_and_below_the_fifos_limit():
         ecn.check(90140, 10, 9000)
     with pytest.raises(TestbedError, match="--ecn must be a positive"):
         RunSettings(ecn=-1)
+    with pytest.raises(TestbedError, match=r"--ecn 3000 is below one frame \(9014 B at MTU 9000\).*9014 or more"):
+        ecn.check(3000, 100, 9000)
+    ecn.check(3000, 100, 1500) if ecn.missing() is None else None          # a frame is 1514 B there
 
 
 def test_a_machine_without_the_toolchain_is_told_what_to_install(monkeypatch):

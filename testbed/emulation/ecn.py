@@ -49,6 +49,9 @@ def check(k_bytes, queue_packets, mtu, option="--ecn"):
     limit = fifo_limit(queue_packets, mtu)
     if not isinstance(k_bytes, int) or isinstance(k_bytes, bool) or k_bytes <= 0:
         raise TestbedError(f"{option} must be a positive number of bytes (got {k_bytes!r}): e.g. {option} 30000")
+    if k_bytes < mtu + ETH_HEADER:
+        raise TestbedError(f"{option} {k_bytes} is below one frame ({mtu + ETH_HEADER} B at MTU {mtu}): a port "
+                           f"would mark behind a single frame; give {mtu + ETH_HEADER} or more")
     if k_bytes >= limit:
         raise TestbedError(f"{option} {k_bytes} is at or above the FIFO's limit ({queue_packets} packets of "
                            f"{mtu + ETH_HEADER} B = {limit} B): a port would drop before it marks; give less")
