@@ -79,6 +79,9 @@ def test_each_command_of_the_guide_runs_in_its_short_form(guide, command, tmp_pa
     argv = argv_of(command)
     if "--help" in argv or ("--delay" in argv and not netem_available()):
         pytest.skip("nothing to run here" if "--help" in argv else "--delay needs netem")
+    parse = run_scenario.parser().parse_args
+    if vars(parse(short_form(argv))) == vars(parse([argv[0], *SCENARIOS[argv[0]].SMOKE])):
+        pytest.skip("its short form is the scenario's smoke run, which tests/emulation/test_claims.py runs")
     run = subprocess.run([sys.executable, "run_scenario.py", *short_form(argv), "--results", str(tmp_path / "run")],
                          cwd=ROOT, capture_output=True, text=True, timeout=1200, stdin=subprocess.DEVNULL)
     if "# refused" in command:
