@@ -1,7 +1,8 @@
 """Every command the lab guide and its answers give names a scenario and options that exist and
 pass their checks (prepare: nothing built), so a student never meets an 'unknown option' in an
-exercise; a command marked `# refused` is refused in one line with exit code 2. As root (the slow
-set), every command runs in its short form: the command's own options, with the scenario's smoke
+exercise; a command marked `# refused` is refused in one line with exit code 2. As root, with
+`-m lab` (`sudo .venv/bin/python -m pytest tests/test_lab_guide.py -m lab`, about 30 minutes), every
+command runs in its short form: the command's own options, with the scenario's smoke
 options added where the command gives none and its counts (trials, iterations, draws) capped at the
 smoke's."""
 import re
@@ -69,13 +70,13 @@ def test_each_command_of_the_guide_is_accepted(guide, command):
         assert plan is not None
 
 
-@pytest.mark.slow
+@pytest.mark.lab
 @pytest.mark.emulation
 @pytest.mark.parametrize("guide, command", COMMANDS, ids=[f"{g}: {c}" for g, c in COMMANDS])
 def test_each_command_of_the_guide_runs_in_its_short_form(guide, command, tmp_path):
     import os
     if os.geteuid() != 0:
-        pytest.skip("runs need root (sudo ./setup.sh test -m slow)")
+        pytest.skip("runs need root (sudo .venv/bin/python -m pytest tests/test_lab_guide.py -m lab)")
     argv = argv_of(command)
     if "--help" in argv or ("--delay" in argv and not netem_available()):
         pytest.skip("nothing to run here" if "--help" in argv else "--delay needs netem")

@@ -11,6 +11,7 @@ A smoke run whose load this machine's calibration refuses fails, unless the test
 machine's class as unable to carry that scenario's smoke (``UNABLE``); the suite then says, at its
 end, what this machine could not check."""
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -26,6 +27,19 @@ PROJECT = Path(__file__).resolve().parents[2]
 # now: congestion's smoke moved to MTU 9000, which every machine calibrated so far carries
 UNABLE = {}
 COULD_NOT_CHECK = []        # (scenario, why): printed at the suite's end (tests/emulation/conftest.py)
+# multi_job's smoke cannot fail its claims (its jobs barely meet: docs/tests.md), so it only checks
+# that the run completes: in the slow set
+SMOKES = [pytest.param(name, marks=pytest.mark.slow) if name == "multi_job" else name for name in sorted(SCENARIOS)]
+FLAGGED = re.compile(r"emulator WAS the bottleneck .*? in (.+?): those figures")
+
+
+def emulator_bound(record, claim):
+    """Whether a refuted claim's figure comes from a row its run flagged as made by the emulator
+    (the row's algorithm and size both in the figure's name): such a row proves nothing either way."""
+    labels = [label for line in record["output"]["summary"] for m in FLAGGED.finditer(line)
+              for label in m.group(1).split(", ")]
+    words = set(re.split(r"[ /:]", claim["figure"]))
+    return any(name in words and size in words for name, _, size in (label.partition("@") for label in labels))
 
 
 def smoke(name, folder):
@@ -43,20 +57,25 @@ def smoke(name, folder):
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
     record = json.loads((folder / "record.json").read_text())
     assert record["status"] == "complete" and record["headline"].get("#wrong", 0) == 0
-    return record, [f"{c['claim']}: {c['verdict']} ({c['said']})" for c in refuted(record["claims"])]
+    return record, refuted(record["claims"])
 
 
-@pytest.mark.parametrize("name", sorted(SCENARIOS))
+@pytest.mark.parametrize("name", SMOKES)
 def test_the_page_s_claims_hold_on_a_smoke_run(name, tmp_path, clean_machine):
     """A smoke run rests on few trials, and a busy 2-core machine can cost one of them (in CI the
     alltoall in rounds read 1.06 of pairwise at 1 MiB on a row the verdict flagged CPU-bound, 1.50-1.51
     in runs it did not): a run that fails a claim runs once more, with the same seed, a third time only
     where the second's rows say the emulator was the bottleneck, and the claim fails when the last run
-    fails it too. A broken mechanism fails every run (tests/mutants.py)."""
+    fails it too, unless its figure's own row was flagged as the emulator's: then it could not be
+    checked here, and the suite says so at its end. A broken mechanism fails every run
+    (tests/mutants.py)."""
     record, failed = smoke(name, tmp_path / "first")
     if failed:
         record, failed = smoke(name, tmp_path / "again")
     if failed and any("BOTTLENECK" in line for line in record["output"]["rows"]):
         record, failed = smoke(name, tmp_path / "third")
+    bound = [c for c in failed if emulator_bound(record, c)]
+    COULD_NOT_CHECK.extend((name, f"{c['claim']}: its row was made by the emulator ({c['said']})") for c in bound)
+    failed = [f"{c['claim']}: {c['verdict']} ({c['said']})" for c in failed if c not in bound]
     assert failed == [], "\n".join(failed) + "\n" + "\n".join(record["output"]["summary"][-30:])
 

@@ -1,6 +1,11 @@
 """The switch ports' control class (docs/design.md, *The control class*), on and off in one run:
 what it changes is what its test asserts."""
+import pytest
+
 import testbed
+
+# the slow set (./setup.sh test -m slow): the alltoall with and without the control class, about 1 minute
+pytestmark = pytest.mark.slow
 
 LARGE = 1 << 20
 

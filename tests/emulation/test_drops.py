@@ -20,7 +20,9 @@ PROJECT = Path(__file__).resolve().parents[2]
 
 SHARE = 0.05
 
-pytestmark = pytest.mark.skipif(not drops.available(), reason="needs nft and the kernel's netdev egress hook")
+# the slow set (./setup.sh test -m slow): lossy links and the monitor's retransmission rule, 30 s
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(not drops.available(), reason="needs nft and the kernel's netdev egress hook")]
 
 
 def tx_packets(ifname):

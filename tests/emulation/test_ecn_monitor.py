@@ -15,7 +15,9 @@ from testbed.probes.flows import measure_flows
 from testbed.topology import LeafSpine, interface
 
 K, SIZE = 30000, 256 << 10
-pytestmark = pytest.mark.skipif(ecn.missing() is not None, reason="needs clang, bpftool and libbpf-dev (setup.sh)")
+# the slow set (./setup.sh test -m slow): a second job's marks under the monitor, 30 s
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(ecn.missing() is not None, reason="needs clang, bpftool and libbpf-dev (setup.sh)")]
 
 
 @pytest.fixture(scope="module")

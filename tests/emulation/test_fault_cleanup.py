@@ -7,8 +7,13 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from testbed.emulation import faults, runrecord
 from tests.emulation.machine import leftovers
+
+# the slow set (./setup.sh test -m slow): Ctrl-C during faults, 30 s
+pytestmark = pytest.mark.slow
 
 PROJECT = Path(__file__).resolve().parents[2]
 

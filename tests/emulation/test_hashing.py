@@ -17,6 +17,9 @@ from testbed.routing.hashing import Draw, Placer, bucket, ovs_hash
 from testbed.topology import HPN7
 from testbed.topology.hpn7 import HPN_UPLINK_CAPACITY, plane_forms
 
+# the slow set (./setup.sh test -m slow): every connection's path against the model on both HPN7 forms, 1.5 min
+pytestmark = pytest.mark.slow
+
 MTU = 9000
 
 

@@ -4,6 +4,8 @@ measured on every link, through the public API (testbed.emulate): the aggregatio
 in single plane as the hashing model says it does for the draw, and not in dual plane."""
 import random
 
+import pytest
+
 import testbed
 from scenarios.hpn7_at_scale import with_idle_downlinks
 from testbed import routing
@@ -11,6 +13,9 @@ from testbed.collectives.cross_segment import CrossSegmentJob
 from testbed.fidelity import predict
 from testbed.probes.loads import tier_loads
 from testbed.routing.hashing import Draw, Placer
+
+# the slow set (./setup.sh test -m slow): a polarising hash draw against the model, 30 s
+pytestmark = pytest.mark.slow
 
 STREAMS, MTU = 4, 9000
 

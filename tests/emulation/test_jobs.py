@@ -10,6 +10,9 @@ from testbed.routing.hashing import Draw
 from testbed.runs.jobs import Job
 from testbed.topology import LeafSpine
 
+# the slow set (./setup.sh test -m slow): two jobs on one fabric, about 1 minute
+pytestmark = pytest.mark.slow
+
 SIZE, ITERS = 1 << 20, 3
 
 

@@ -20,6 +20,9 @@ from testbed.topology import BiGraph
 from tests.emulation.machine import leftovers
 from tests.emulation.machines_lab import Lab, ours_in
 
+# the slow set (./setup.sh test -m slow): runs across machines: Dask workers over ssh, about 3 minutes
+pytestmark = pytest.mark.slow
+
 TOPO = BiGraph(2, 8, rate=10)
 
 

@@ -7,9 +7,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from testbed.experiments.fault_trials import job_fabric_links
 from testbed.routing.hashing import Draw
 from testbed.topology import LeafSpine
+
+# the slow set (./setup.sh test -m slow): the controller reacting to a named slow link, 30 s
+pytestmark = pytest.mark.slow
 
 SIZE = 256 << 10
 

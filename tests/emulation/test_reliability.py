@@ -15,6 +15,9 @@ from testbed.emulation import ovs, runrecord
 from testbed.emulation.processes import PROJECT
 from tests.emulation.machine import alive, leftovers
 
+# the slow set (./setup.sh test -m slow): signals at every phase of a run, about 2.5 minutes
+pytestmark = pytest.mark.slow
+
 SMALL_SWEEP = ["bigraph_allreduce", "--topology", "bigraph:1,4", "--algorithms", "hdrm,ring", "--max-bytes",
                "65536", "--iters", "2"]
 LONG_SWEEP = ["bigraph_allreduce", "--algorithms", "hdrm", "--min-bytes", "262144", "--max-bytes", "1048576",

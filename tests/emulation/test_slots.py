@@ -16,6 +16,9 @@ from testbed.emulation.network import Emulation
 from testbed.topology import BiGraph, interface
 from tests.emulation.machine import alive, leftovers
 
+# the slow set (./setup.sh test -m slow): fabrics split across ovs-vswitchd slots, about 1.5 minutes
+pytestmark = pytest.mark.slow
+
 LARGE = 1 << 20
 
 

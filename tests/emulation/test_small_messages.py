@@ -13,6 +13,9 @@ import testbed
 from testbed.api.results import Sweep
 from testbed.runs.sweep import compare_variants, summary_lines
 
+# the slow set (./setup.sh test -m slow): small-message soaks against the idle exchange, about 1.5 minutes
+pytestmark = pytest.mark.slow
+
 SMALL, LARGE = 256, 1 << 20
 ALGORITHMS = ["hdrm", "rdrm", "auto"]
 

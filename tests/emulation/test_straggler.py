@@ -7,8 +7,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from testbed.emulation import faults
 from tests.emulation.machine import leftovers
+
+# the slow set (./setup.sh test -m slow): a straggler held from the start, 45 s
+pytestmark = pytest.mark.slow
 
 
 def test_a_straggler_from_the_start_is_held_back_spared_and_removed(tmp_path):
