@@ -251,9 +251,9 @@ def figure_text(record, figure):
     return said
 
 
-def with_figures(text, scenarios, where):
-    """text with every figure reference filled from the newest record of its command."""
-    kept = by_command(scenarios)
+def with_figures(text, scenarios, where, kept):
+    """text with every figure reference filled from the newest record of its command (kept:
+    ``by_command``'s records, loaded once by the caller)."""
     def filled(m):
         said = m.group(1)
         command, figure = said.split(" | ", 1) if " | " in said else said.split(" ", 1)
@@ -317,10 +317,10 @@ def refresh(scenarios, parser, names=None):
                     body(newest, runs, getattr(scenarios[name], "CLAIMS", ())), "<!-- /measured -->"]
             at = match.end()
         out.append(text[at:])
-        page.write_text(with_figures(with_classes_note("".join(out), classes), scenarios, named(page)))
+        page.write_text(with_figures(with_classes_note("".join(out), classes), scenarios, named(page), kept))
         report[page] = notes
     for guide in guides() if names is None else ():
-        guide.write_text(with_figures(guide.read_text(), scenarios, named(guide)))
+        guide.write_text(with_figures(guide.read_text(), scenarios, named(guide), kept))
     if names is None and calibrations.PAGE.exists():
         calibrations.PAGE.write_text(calibrations.with_table(calibrations.PAGE.read_text()))
     return report
@@ -360,11 +360,11 @@ def mismatches(scenarios):
                 found.append((named(page), path, "the block is not what the record gives"))
         if with_classes_note(text, classes) != text:
             found.append((named(page), "-", "its note on machine classes is not what its blocks' records give"))
-        if with_figures(text, scenarios, named(page)) != text:
+        if with_figures(text, scenarios, named(page), kept) != text:
             found.append((named(page), "-", "a figure its prose quotes is not its record's (run_scenario.py --pages)"))
     for guide in guides():
         text = guide.read_text()
-        if with_figures(text, scenarios, named(guide)) != text:
+        if with_figures(text, scenarios, named(guide), kept) != text:
             found.append((named(guide), "-", "a figure it quotes is not its record's (run_scenario.py --pages)"))
     if calibrations.PAGE.exists():
         text = calibrations.PAGE.read_text()
