@@ -9,6 +9,11 @@
 #   sudo lab/vm-check.sh [--quick]      # --quick: setup and fabric_check only
 #   sudo lab/vm-check.sh --capacity     # also bench.forwarding_capacity on the kernel datapath (+10 min)
 #   sudo lab/vm-check.sh --run 'CMD'    # setup, then CMD in the project folder (to look into something)
+#   sudo lab/vm-check.sh --records      # the kernel datapath measured for the pages: --calibrate all
+#                                       # kept, a refusal over capacity, then bigraph_allreduce,
+#                                       # congestion and ecmp_collisions --seed 1101 with --record; the
+#                                       # guest's kept calibration and records are copied into docs/
+#                                       # (the tree must be committed: a record names its commit)
 #
 # The guest is stopped after $VM_TIMEOUT seconds (default 5400). The image is built once into $VM_DIR (default /var/tmp/ai-testbed-vm, about 3 GiB) and reused;
 # remove that folder to rebuild. The guest has no network: its Debian packages come with the image
@@ -21,14 +26,20 @@ VM_DIR=${VM_DIR:-/var/tmp/ai-testbed-vm}
 MIRROR=${MIRROR:-http://deb.debian.org/debian}
 QUICK=0
 CAPACITY=0
+RECORDS=0
 COMMAND=""
+LABEL=${VM_LABEL:-"a Debian 12 VM under qemu TCG (2 vCPUs, 4 GiB, stock kernel) on the project's sandbox"}
 case "${1:-}" in
   "") ;;
   --quick) QUICK=1 ;;
   --capacity) CAPACITY=1 ;;
+  --records) RECORDS=1 ;;
   --run) [ -n "${2:-}" ] || { echo "--run needs a command" >&2; exit 2; }; COMMAND=$2 ;;
-  *) echo "usage: sudo lab/vm-check.sh [--quick | --capacity | --run 'CMD']" >&2; exit 2 ;;
+  *) echo "usage: sudo lab/vm-check.sh [--quick | --capacity | --records | --run 'CMD']" >&2; exit 2 ;;
 esac
+if [ $RECORDS = 1 ] && [ -n "$(git status --porcelain --untracked-files=no)" ]; then
+  echo "--records keeps records that name their commit: commit your changes first" >&2; exit 2
+fi
 [ "$(id -u)" -eq 0 ] || { echo "vm-check.sh needs root: run it as 'sudo lab/vm-check.sh'" >&2; exit 2; }
 [ -x .venv/bin/pip ] || { echo "run 'sudo ./setup.sh' first: the guest's wheels are downloaded with .venv's pip" >&2; exit 2; }
 
@@ -54,7 +65,7 @@ if [ -n "$COMMAND" ] && [ -d "$MNT/root/testbed/.venv" ]; then   # looking into 
   mv "$MNT/root/testbed/.venv" "$MNT/root/venv.kept"
 fi
 rm -f "$MNT/root/vm-check.log" "$MNT/root/vm-check.done"
-vm_copy_project
+vm_copy_project $RECORDS
 [ -d "$MNT/root/venv.kept" ] && mv "$MNT/root/venv.kept" "$MNT/root/testbed/.venv"
 
 # The guest's job: the README's commands, each timed; then power off.
@@ -79,6 +90,12 @@ if [ $RUN_COMMAND = 1 ]; then
   step command bash -c $(printf %q "$COMMAND")
 elif [ $QUICK = 1 ]; then
   step fabric_check ./setup.sh run fabric_check
+elif [ $RECORDS = 1 ]; then
+  step calibrate .venv/bin/python run_scenario.py --calibrate all --keep $(printf %q "$LABEL")
+  step over_capacity bash -c '.venv/bin/python run_scenario.py fabric_check --rate 10000; test \$? = 2'
+  step default_scenario .venv/bin/python run_scenario.py bigraph_allreduce --record
+  step congestion .venv/bin/python run_scenario.py congestion --record
+  step ecmp_collisions .venv/bin/python run_scenario.py ecmp_collisions --seed 1101 --record
 else
   step fabric_check ./setup.sh run fabric_check
   step default_scenario ./setup.sh run
@@ -126,6 +143,12 @@ out="$PROJECT/results/vm-check-$(date +%Y%m%d-%H%M%S)"
 mkdir -p "$out"
 cp "$MNT/root/vm-check.log" "$out/" 2>/dev/null || true
 [ -d "$MNT/root/testbed/results" ] && cp -r "$MNT/root/testbed/results/." "$out/"
+if [ $RECORDS = 1 ]; then       # the guest's kept calibration and records, beside this machine's
+  for kept in "$MNT"/root/testbed/docs/calibrations/*.json "$MNT"/root/testbed/docs/records/*/*.json; do
+    here=$PROJECT/${kept#"$MNT"/root/testbed/}
+    [ -e "$here" ] || { mkdir -p "$(dirname "$here")"; cp "$kept" "$here"; echo "kept: ${here#"$PROJECT"/}"; }
+  done
+fi
 done=0; [ -f "$MNT/root/vm-check.done" ] && done=1
 umount "$MNT"
 grep -a '^== ' "$out/vm-check.log" 2>/dev/null || true

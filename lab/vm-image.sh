@@ -5,7 +5,7 @@
 
 # The packages setup.sh installs, and what a bootable guest needs.
 GUEST_DEBS="linux-image-amd64,systemd-sysv,udev,kmod,sudo,python3,python3-venv,python3-wheel,python3-yaml,mininet,\
-openvswitch-switch,libtcmalloc-minimal4,iperf3,libiperf0,ethtool,iproute2,iputils-ping,tcpdump,socat,nftables,git"
+openvswitch-switch,libtcmalloc-minimal4,iperf3,libiperf0,ethtool,iproute2,iputils-ping,tcpdump,socat,nftables,git,clang,libbpf-dev,bpftool"
 
 vm_tools() {
   local tools="" p

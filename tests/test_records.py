@@ -248,6 +248,26 @@ def test_a_page_with_runs_from_machines_of_two_classes_says_so_at_its_top(kept):
     assert "user datapath, faithful to 320 Mbit/s at MTU 9000" in text and pages.mismatches(SCENARIOS) == []
 
 
+@pytest.mark.skipif(records.git("rev-parse", "HEAD") is None, reason="needs the repository's history")
+def test_a_run_of_the_same_command_on_the_kernel_datapath_is_shown_beside_not_over(kept):
+    here = write_record(kept / "records")
+    vm = write_record(kept / "records", started="2026-12-04T09:00:00", headline={"longest path goodput/link": 0.93},
+                      machine={"cores": 2, "kernel": "6.1", "datapath": "kernel", "calibration": {"9000 none": 160}})
+    page = kept / "pages" / "fabric_check.md"
+    page.write_text(f"# fabric_check\n\n<!-- measured: {here} -->\n<!-- /measured -->\n\n"
+                    f"<!-- measured: {vm} -->\n<!-- /measured -->\n\nIn the VM "
+                    "<!-- fig: fabric_check@kernel | longest path goodput/link -->?<!-- /fig -->, here "
+                    "<!-- fig: fabric_check | longest path goodput/link -->?<!-- /fig -->.\n")
+    run_scenario.main(["--pages"])
+    text = page.read_text()
+    user_block, kernel_block = text.split("<!-- measured: ")[1:]
+    assert "0.99" in user_block and "user datapath" in user_block and "0.93" not in user_block
+    assert "0.93" in kernel_block and "kernel datapath" in kernel_block
+    assert "In the VM <!-- fig: fabric_check@kernel | longest path goodput/link -->0.93<" in text
+    assert "here <!-- fig: fabric_check | longest path goodput/link -->0.99<" in text
+    assert pages.mismatches(SCENARIOS) == []
+
+
 @pytest.mark.parametrize("change, said", [
     ({"scenario": "nonesuch"}, "names an unknown scenario"),
     ({"commit": "0" * 40}, "not in this repository's history"),

@@ -9,7 +9,8 @@ A page marks each block with the record it shows::
     <!-- /measured -->
 
 ``refresh`` rewrites every block from the newest kept record of the same command (its arguments
-less where it wrote and its seed), with the table of that command's earlier runs below it, and a
+less where it wrote and its seed) on the same datapath (so that a page can show a VM's kernel-datapath
+run beside this machine's), with the table of that command's earlier runs below it, and a
 stale banner at its top where the fingerprint of what the command does at HEAD differs from the
 record's (naming the parts that differ). ``stale`` lists those blocks and the command that
 refreshes each. The test suite checks that every block is what its record gives (the banner aside):
@@ -43,7 +44,12 @@ VERDICT_LINE = re.compile(r"^- (.*): \*\*(.*?)\*\* \((.*)\)$")
 # default, or the arguments given before " | "):
 #   <!-- fig: SCENARIO FIGURE -->0.985<!-- /fig -->
 #   <!-- fig: SCENARIO --option value | FIGURE -->0.985<!-- /fig -->
+#   <!-- fig: SCENARIO@kernel | FIGURE -->0.79<!-- /fig -->     (a run on the kernel datapath)
 FIGURE = re.compile(r"<!-- fig: (.+?) -->(.*?)<!-- /fig -->", re.DOTALL)
+# The datapath the pages' figures are measured on unless a reference names another: the project's
+# own machine, whose kernel loads no modules, runs Open vSwitch's userspace datapath (a scenario that
+# emulates nothing records none).
+FIGURE_DATAPATH = "user"
 GUIDES = ROOT / "docs" / "lab"
 MAX_ROW_LINES = 40
 OPTIONS = re.compile(r"## Options\n\n```\n.*?```\n", re.DOTALL)
@@ -208,12 +214,16 @@ def staleness(record, scenarios, parser):
     return changed(record["fingerprint"], now), "", older
 
 
+def datapath_of(record):
+    return (record.get("machine") or {}).get("datapath")
+
+
 def by_command(scenarios):
-    """{(scenario, command key): [records, oldest first]} of every kept record."""
+    """{(scenario, command key, datapath): [records, oldest first]} of every kept record."""
     found = {}
     for name in scenarios:
         for rec in records.history(name, scenarios):
-            found.setdefault((name, tuple(rec["key"])), []).append(rec)
+            found.setdefault((name, tuple(rec["key"]), datapath_of(rec)), []).append(rec)
     return found
 
 
@@ -258,9 +268,11 @@ def with_figures(text, scenarios, where, kept):
         said = m.group(1)
         command, figure = said.split(" | ", 1) if " | " in said else said.split(" ", 1)
         key = tuple(shlex.split(command))
-        if key[0] not in scenarios:
-            raise TestbedError(f"{where} quotes a figure of {key[0]!r}, not a scenario: run_scenario.py --list")
-        runs = kept.get((key[0], key))
+        name, _, datapath = key[0].partition("@")
+        key = (name,) + key[1:]
+        if name not in scenarios:
+            raise TestbedError(f"{where} quotes a figure of {name!r}, not a scenario: run_scenario.py --list")
+        runs = kept.get((name, key, datapath or FIGURE_DATAPATH)) or (None if datapath else kept.get((name, key, None)))
         if not runs:
             raise TestbedError(f"{where} quotes {figure!r} of `{' '.join(key)}`, which has no kept run")
         return f"<!-- fig: {said} -->{figure_text(runs[-1], figure)}<!-- /fig -->"
@@ -307,7 +319,7 @@ def refresh(scenarios, parser, names=None):
             if typed and typed != [(c["claim"], c["verdict"], c["said"]) for c in shown.get("claims") or []]:
                 raise TestbedError(f"{named(page)}: the block of {path} shows verdicts its record does not hold: "
                                    "a block's verdicts are the run's; undo the edit (git checkout the page)")
-            runs = kept.get((name, tuple(shown["key"])), [shown])
+            runs = kept.get((name, tuple(shown["key"]), datapath_of(shown)), [shown])
             newest = runs[-1]
             parts, why, older = staleness(newest, scenarios, parser)
             notes.append((parts, older))
@@ -353,7 +365,8 @@ def mismatches(scenarios):
         for match, path in blocks(text):
             rec = records.load(ROOT / path, scenarios)
             classes.append(machine_class(rec))
-            runs = [r for r in kept.get((name, tuple(rec["key"])), [rec]) if r["started"] <= rec["started"]]
+            same = kept.get((name, tuple(rec["key"]), datapath_of(rec)), [rec])
+            runs = [r for r in same if r["started"] <= rec["started"]]
             if rec["scenario"] != name:
                 found.append((named(page), path, f"a record of {rec['scenario']}"))
             elif without_banner(match.group(2)) != body(rec, runs, getattr(scenarios[name], "CLAIMS", ())):
