@@ -135,9 +135,13 @@ def main(argv):
         with interruptible(last=True):
             if args.cleanup:
                 preflight.require_root()
-                removed = runrecord.cleanup_all()
+                removed, stays, failed = runrecord.cleanup_all()
                 print("removed: " + " ".join(removed) if removed else "nothing to clean up")
-                return 0
+                for said in stays:
+                    print("left: " + said)
+                for said in failed:
+                    print("could not remove: " + said, file=sys.stderr)
+                return 1 if failed else 0
             if args.keep is not None and not args.calibrate:
                 raise TestbedError("--keep keeps a calibration: give it with --calibrate")
             if args.calibrate:

@@ -93,11 +93,12 @@ def build(folder):
 
 def register(obj):
     """DCTCP registered from obj (one left by a dead run replaced); its struct_ops id."""
-    for old in registered():
+    before = registered()
+    for old in before:
         unregister(old)
     _run(["bpftool", "struct_ops", "register", str(obj)])
-    ids = registered()
-    if not ids or NAME not in kernel_controls():
+    ids = [i for i in registered() if i not in before]     # not one held by a dead run's sockets
+    if not ids or not available():
         raise TestbedError(f"bpftool registered no {NAME} from {obj}")
     return ids[0]
 
@@ -108,8 +109,21 @@ def unregister(struct_ops_id):
         subprocess.run(["bpftool", "struct_ops", "unregister", "id", str(struct_ops_id)], capture_output=True)
 
 
+def available():
+    """Whether a socket can take DCTCP now: registered, and not yet unregistered."""
+    return NAME in kernel_controls()
+
+
+def held():
+    """The ids of DCTCP's registrations that were unregistered but that sockets still use: the
+    kernel keeps them listed until the last such socket closes (minutes after a killed run, whose
+    connections linger in TIME_WAIT), and no new socket can take them."""
+    return [] if available() else registered()
+
+
 def registered():
-    """The ids under which DCTCP is registered on this machine: none once every run is done."""
+    """The ids of DCTCP's registrations on this machine (held ones included): none once every run
+    is done and its sockets are closed."""
     if shutil.which("bpftool") is None:
         return []
     done = subprocess.run(["bpftool", "-j", "struct_ops", "show"], capture_output=True, text=True)

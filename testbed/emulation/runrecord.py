@@ -259,7 +259,7 @@ def leftovers():
     stray = sorted(b for b, run in tagged_bridges().items() if run not in live)
     if stray:
         found.append("OVS bridges " + " ".join(stray))
-    if not live and dctcp.registered():
+    if not live and dctcp.available():            # held ones (dctcp.held) block nothing and go by themselves
         found.append(f"the congestion control {dctcp.NAME}")
     return found
 
@@ -269,7 +269,8 @@ def live_runs():
 
 
 def cleanup_all():
-    """Sweep every dead run's record and every tagged bridge no live run owns; return what went."""
+    """Sweep every dead run's record and every tagged bridge no live run owns; (what went, what
+    stays and why, what could not be removed)."""
     removed, records = [], RunRecord.all()
     live = {r.run_id for r in records if r.owner_alive()}
     for record in records:
@@ -278,8 +279,18 @@ def cleanup_all():
             record.sweep()
     stray = [b for b, run in tagged_bridges().items() if run not in live]
     ovs.delete_bridges(stray)
+    stays, failed = [], []
     if not live:                       # registered by a run that died before noting it
+        was = dctcp.available()
         for struct_ops_id in dctcp.registered():
             dctcp.unregister(struct_ops_id)
+        if dctcp.available():
+            failed.append(f"{dctcp.NAME}: still registered after 'bpftool struct_ops unregister' (bpftool "
+                          "struct_ops show lists it)")
+        elif was:
             removed.append(dctcp.NAME)
-    return sorted(set(removed + stray))
+        if dctcp.held():
+            stays.append(f"{dctcp.NAME} (struct_ops {' '.join(map(str, dctcp.held()))}): unregistered, but kept "
+                         "listed by the kernel until the sockets that used it close (minutes after a killed run); "
+                         "it blocks no run")
+    return sorted(set(removed + stray)), stays, failed
