@@ -61,7 +61,7 @@ vm_wheels
 
 echo "== copying the project in (files git tracks, as a clean clone has them)"
 mount -o loop "$VM_DIR/disk.raw" "$MNT"
-if [ -n "$COMMAND" ] && [ -d "$MNT/root/testbed/.venv" ]; then   # looking into something: keep the venv
+if { [ -n "$COMMAND" ] || [ $RECORDS = 1 ]; } && [ -d "$MNT/root/testbed/.venv" ]; then   # keep the venv set up before
   mv "$MNT/root/testbed/.venv" "$MNT/root/venv.kept"
 fi
 rm -f "$MNT/root/vm-check.log" "$MNT/root/vm-check.done"
@@ -138,7 +138,7 @@ wait "$QEMU_PID" || true
 QEMU_PID=""
 echo "== guest ran $((SECONDS - t0)) s"
 
-mount -o loop,ro "$VM_DIR/disk.raw" "$MNT"
+mount -o loop,ro,noload "$VM_DIR/disk.raw" "$MNT"     # noload: a guest stopped mid-run leaves a journal
 out="$PROJECT/results/vm-check-$(date +%Y%m%d-%H%M%S)"
 mkdir -p "$out"
 cp "$MNT/root/vm-check.log" "$out/" 2>/dev/null || true

@@ -6,6 +6,10 @@ from contextlib import ExitStack
 from testbed.collectives.connections import IPERF_BASE_PORT
 from testbed.emulation.processes import ProgramError, stop_all
 
+# s for every server, then every client, to say it is ready: 16 Python programs starting at once in
+# a VM whose CPU qemu emulates (TCG) took more than 15 s after a saturated measurement
+STARTUP_S = 60
+
 
 def measure_flows(emu, pairs, duration=5, omit=1, streams=1, during=(), connections=None, congestion_control=None):
     """[{src, dst, received_mbit, sent_mbit, retransmits, error}] per pair (summed over its
@@ -28,12 +32,12 @@ def measure_flows(emu, pairs, duration=5, omit=1, streams=1, during=(), connecti
             servers.append(emu.program(dst.host, "iperf_endpoint", "server", dst.ip, port,
                                        name=f"iperf3 server {dst.ip}:{port}"))
         for server in servers:
-            server.expect("ready", 15)
+            server.expect("ready", STARTUP_S)
         for _, src, dst, port, sport in plan:
             clients.append(emu.program(src.host, "iperf_endpoint", "client", dst.ip, port, duration, omit,
                                        sport, congestion_control, name=f"iperf3 {src.ip} -> {dst.ip}:{port}"))
         for client in clients:     # every client loaded before any starts: 64 starting up starve the first
-            client.expect("ready", 30)
+            client.expect("ready", STARTUP_S)
         with ExitStack() as stack:
             cpu = stack.enter_context(emu.cpu_monitor())
             for probe in during:

@@ -25,7 +25,7 @@ def _say(fd, **msg):
     os.write(fd, (json.dumps(msg) + "\n").encode())
 
 
-def _say_when_listening(port, fd, timeout=15.0):
+def _say_when_listening(port, fd, timeout=60.0):   # probes.flows.STARTUP_S
     """libiperf listens inside its run(), which also takes over stdout: watch this namespace's TCP
     table for the listening socket and speak through a copy of the original stdout."""
     local, deadline = f":{port:04X}", time.monotonic() + timeout
