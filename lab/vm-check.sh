@@ -83,6 +83,8 @@ step() {
   echo "== \$name: exit \$rc in \$((SECONDS - t0)) s"
 }
 echo "== guest: \$(uname -r), \$(nproc) CPUs, \$(awk '/MemTotal/ {print int(\$2/1024)}' /proc/meminfo) MiB"
+# a check stopped mid-run leaves its fabric in the guest's OVS database: clear it as a user would
+[ -x .venv/bin/python ] && step cleanup .venv/bin/python run_scenario.py --cleanup
 step setup ./setup.sh
 echo "== datapath: \$(.venv/bin/python -c 'from testbed.emulation.preflight import datapath; print(datapath())')"
 echo "== netem: \$(modprobe sch_netem 2>/dev/null && echo available || echo absent)"
