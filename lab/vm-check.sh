@@ -85,6 +85,10 @@ step() {
 echo "== guest: \$(uname -r), \$(nproc) CPUs, \$(awk '/MemTotal/ {print int(\$2/1024)}' /proc/meminfo) MiB"
 # a check stopped mid-run leaves its fabric in the guest's OVS database: clear it as a user would
 [ -x .venv/bin/python ] && step cleanup .venv/bin/python run_scenario.py --cleanup
+# --records with a guest set up before: calibrate (and keep) before setup, which then measures nothing
+if [ $RECORDS = 1 ] && [ -x .venv/bin/python ]; then
+  step calibrate .venv/bin/python run_scenario.py --calibrate all --keep $(printf %q "$LABEL")
+fi
 step setup ./setup.sh
 echo "== datapath: \$(.venv/bin/python -c 'from testbed.emulation.preflight import datapath; print(datapath())')"
 echo "== netem: \$(modprobe sch_netem 2>/dev/null && echo available || echo absent)"
@@ -93,7 +97,8 @@ if [ $RUN_COMMAND = 1 ]; then
 elif [ $QUICK = 1 ]; then
   step fabric_check ./setup.sh run fabric_check
 elif [ $RECORDS = 1 ]; then
-  step calibrate .venv/bin/python run_scenario.py --calibrate all --keep $(printf %q "$LABEL")
+  grep -q "^== calibrate" /root/vm-check.log || \
+    step calibrate .venv/bin/python run_scenario.py --calibrate all --keep $(printf %q "$LABEL")
   step over_capacity bash -c '.venv/bin/python run_scenario.py fabric_check --rate 10000; test \$? = 2'
   step default_scenario .venv/bin/python run_scenario.py bigraph_allreduce --record
   step congestion .venv/bin/python run_scenario.py congestion --record
