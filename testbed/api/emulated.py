@@ -343,10 +343,10 @@ class Emulated:
         link = next((link for intf, link in self.topo.switch_ports() if intf == port), None)
         if link is None:
             raise TestbedError(f"no switch port {port!r} in {self.topo.name}")
-        found = ecn_marking.map_id(self.emulation.port_netns(port), port, "queues")
-        if found is None:
+        tables = ecn_marking.maps({self.emulation.port_netns(port): [port]}).get(port, {})
+        if "queues" not in tables or "config" not in tables:
             raise TestbedError(f"no ECN marker at {port}: give ecn= or set_ecn(K) first")
-        return markers.VirtualQueue(found, link.rate * 1e6)
+        return markers.VirtualQueue(tables["queues"], tables["config"])
 
     def incast(self, fanins: Sequence[int], size: int, *, rounds: int = 3, interval: float = 0.001,
                on_fanin=None, congestion_control: str | None = None) -> tuple[list[dict], list[dict]]:

@@ -154,6 +154,7 @@ class Emulation:
         self.topo, self.routing, self.run_dir, self.mtu, self.log = topo, routing, Path(run_dir), mtu, log
         self.refuse_overload, self.cpu_requested, self.priority = refuse_overload, cpu_placement, priority
         self.control_class, self.ecn = control_class, ecn
+        self._marking = (ecn, 1.0)        # (K, drain) of the markers on the switch ports (_mark_ports)
         if ecn:
             ecn_marking.check(ecn, min(link.queue for link in topo.links), mtu)
         if congestion_control:
@@ -446,21 +447,31 @@ class Emulation:
             self._mark_ports(self.ecn)
 
     def _mark_ports(self, k, drain=1.0):
-        """The ECN marker at threshold k on every switch port (emulation.ecn), its virtual queue
-        drained at `drain` times the link's rate, or none where k is None; the controller is told
-        where to read the ports' marks and drops."""
+        """The ECN marker at threshold k on every switch port (emulation.ecn), its virtual queues
+        drained at `drain` times the link's rate as the port serves its classes, or none where k is
+        None; the controller is told where to read the ports' marks and drops."""
         by_namespace = self._switch_ports_by_namespace()
+        self._marking = (k, drain)
         for pid, ports in by_namespace.items():
-            for intf, link in ports:
+            for intf, _ in ports:
                 ecn_marking.detach(pid, intf)
                 if k:
-                    limit = ecn_marking.fifo_limit(link.queue, self.mtu)
-                    ecn_marking.attach(pid, intf, ecn_marking.build(round(link.rate * 1e6 * drain), k, limit,
-                                                                    str(self.run_dir / "ecn")))
+                    ecn_marking.attach(pid, intf, ecn_marking.build(str(self.run_dir / "ecn")))
+        tables = self.marker_maps() if k else {}
+        for ports in by_namespace.values():
+            for intf, link in ports:
+                if k:
+                    ecn_marking.configure(tables.get(intf, {}).get("config"), self._marker_settings(link, link.rate))
         if self.controller:        # a machine's share of a fabric has none (and no --ecn)
-            tables = self.marker_maps() if k else {}
             self.controller.watch_congestion({intf: (tables[intf]["ecn_counts"], pid) for pid, ports in
                                               by_namespace.items() for intf, _ in ports if intf in tables})
+
+    def _marker_settings(self, link, rate_mbit):
+        """A switch port's marker settings (emulation.ecn.config) with the link at rate_mbit."""
+        k, drain = self._marking
+        return ecn_marking.config(rate_mbit, k, ecn_marking.fifo_limit(link.queue, self.mtu),
+                                  self.priority or (shaping.CONTROL if self.control_class else None),
+                                  self.topo.switch_delay(link), self.control_class, drain)
 
     def set_ecn(self, k, drain=1.0):
         """From now on every switch port marks above k bytes (None: drop-tail only), and new TCP
@@ -614,6 +625,9 @@ class Emulation:
             pid = self._netns_of_switch(node) if node in self.topo.switches else self.host(node).pid
             with shaping.netlink(pid) as ipr:
                 shaping.set_rate(ipr, interface(node, port), rate_mbit, self.mtu)
+            if self.ecn and node in self.topo.switches:       # its marker drains at the new rate too
+                ecn_marking.configure(ecn_marking.map_id(pid, interface(node, port), "config"),
+                                      self._marker_settings(link, rate_mbit))
 
     def set_link_loss(self, link, fraction):
         """Both ends of a link drop `fraction` of their packets at random (0: none, as built): netem's

@@ -37,6 +37,8 @@ CONTROL_DSCP = 48         # CS6, network control: a rank's clear-to-send bytes a
 ETH_P_IP = 0x0800
 NUD_PERMANENT = 0x80
 ETH_HEADER = 14
+ONE_FIFO, STRICT, WEIGHTED = "one FIFO", "strict", "weighted"     # how a port serves its classes
+STRICT_REST = 0.01        # under strict priority, the rest's assured share (it borrows what the high leaves)
 
 
 CLONE_NEWNET = 0x40000000
@@ -111,6 +113,16 @@ def _htb_class(ipr, index, handle, parent, rate_mbit, ceil_mbit, frame, prio=0):
            ceil=f"{round(ceil_mbit * 1000)}kbit", burst=frame, cburst=frame, quantum=frame, mtu=frame, prio=prio)
 
 
+def served(classes, delay_ms=0.0, control=True):
+    """How shape() serves a port's classes: (ONE_FIFO, STRICT or WEIGHTED; the high class's assured
+    share of the link; the DS fields that go in the high class), for the ECN marker to drain its
+    virtual queues alike (emulation.ecn)."""
+    if classes is None or delay_ms:
+        return ONE_FIFO, 0.0, ()
+    dscps = ((CONTROL_DSCP,) if control or classes == CONTROL else ()) + ((HIGH_DSCP,) if classes in PRIORITIES else ())
+    return (WEIGHTED, 0.75, dscps) if classes == "weighted" else (STRICT, 1.0, dscps)
+
+
 def shape(ipr, ifname, rate_mbit, queue_packets, mtu, delay_ms=0.0, classes=None, control=True):
     """Set the MTU and an HTB rate limit with a bounded FIFO (netem's when delayed) on ifname's
     egress; classes: None (one FIFO), 'control' or a job priority, 'strict' or 'weighted' (the
@@ -125,15 +137,14 @@ def shape(ipr, ifname, rate_mbit, queue_packets, mtu, delay_ms=0.0, classes=None
     if classes is not None and not delay_ms:
         if classes not in (CONTROL, *PRIORITIES):
             raise ValueError(f"classes: one of {CONTROL}, {', '.join(PRIORITIES)}")
+        serving, high, dscps = served(classes, delay_ms, control)
         _htb_class(ipr, index, HTB_LINK, HTB_ROOT, rate_mbit, rate_mbit, frame)
-        high, low = (0.75, 0.25) if classes == "weighted" else (1.0, 0.01)
         _htb_class(ipr, index, HTB_HIGH, HTB_LINK, rate_mbit * high, rate_mbit, frame, prio=0)
-        _htb_class(ipr, index, HTB_CLASS, HTB_LINK, rate_mbit * low, rate_mbit, frame,
-                   prio=0 if classes == "weighted" else 1)
+        _htb_class(ipr, index, HTB_CLASS, HTB_LINK, rate_mbit * (1 - high if serving == WEIGHTED else STRICT_REST),
+                   rate_mbit, frame, prio=0 if serving == WEIGHTED else 1)
         ipr.tc("add", "pfifo", index, FIFO_HIGH, parent=HTB_HIGH, limit=queue_packets)
         ipr.tc("add", "pfifo", index, FIFO, parent=HTB_CLASS, limit=queue_packets)
-        for dscp in ((CONTROL_DSCP,) if control or classes == CONTROL else ()) + \
-                ((HIGH_DSCP,) if classes in PRIORITIES else ()):
+        for dscp in dscps:
             ipr.tc("add-filter", "u32", index, parent=HTB_ROOT, prio=1, protocol=ETH_P_IP, target=HTB_HIGH,
                    keys=[f"0x{dscp << 18:08x}/0x00fc0000+0"])      # the TOS byte, its six DSCP bits
         return

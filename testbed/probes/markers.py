@@ -1,44 +1,21 @@
-"""What the ECN markers at the switch ports (emulation.ecn) hold, read from their maps with the
-bpf(2) system call (a bpftool process per read would take 5-10 ms, several frames' time at these
-rates): how closely a marker's virtual queue of the data class follows the real FIFO behind it,
-beside the FIFO's backlog that the queue sampler reads over netlink (``VirtualQueue``); each port's
-counts per class, read at once (``Counters``, which the controller reads too); and how many packets
-each port has marked, over time (``MarkSampler``)."""
+"""What the ECN markers at the switch ports (emulation.ecn) hold, read with the bpf(2) system call
+(a bpftool process per read would take 5-10 ms, several frames' time at these rates): how closely
+the virtual queue of the data class follows the real FIFO behind it, beside the FIFO's backlog that
+the queue sampler reads over netlink (``VirtualQueue``); each port's counts per class, read at once
+(``Counters``, which the controller reads too); and how many packets each port has marked, over
+time (``MarkSampler``)."""
 import bisect
 import ctypes
 import os
-import platform
 import statistics
 import struct
 import threading
 import time
 
-BPF_SYSCALL = {"x86_64": 321, "aarch64": 280}
-MAP_LOOKUP_ELEM, MAP_GET_FD_BY_ID = 1, 14
-REST = 0                              # the index of the marker's class of data (ecn_marker.bpf.c)
-CLASSES = ("rest", "high")            # its classes, by index
-COUNTS = ("packets", "ect", "marked", "over")     # its struct counts, u64 each
-_libc = ctypes.CDLL(None, use_errno=True)
+from testbed.emulation.bpfmaps import lookup, map_fd
+from testbed.emulation.ecn import CLASSES, CONFIG, QUEUES, Config, VirtualQueues
 
-
-def _bpf(cmd, attr):
-    """bpf(2) with attr (the packed union bpf_attr's fields): its result, -1 on an error."""
-    return _libc.syscall(BPF_SYSCALL[platform.machine()], cmd, ctypes.create_string_buffer(attr, 128), 128)
-
-
-def _lookup(fd, key, value):
-    """Whether the map at fd holds `key` (a ctypes value), its value then copied into `value` (a
-    ctypes object of the map's value size)."""
-    attr = struct.pack("IIQQQ", fd, 0, ctypes.addressof(key), ctypes.addressof(value), 0)
-    return _bpf(MAP_LOOKUP_ELEM, attr) >= 0
-
-
-def _map_fd(map_id, what):
-    """A file descriptor of the marker's map `map_id` (close it when done)."""
-    fd = _bpf(MAP_GET_FD_BY_ID, struct.pack("III", map_id, 0, 0))
-    if fd < 0:
-        raise OSError(ctypes.get_errno(), f"no marker map {map_id} at {what}: {os.strerror(ctypes.get_errno())}")
-    return fd
+COUNTS = ("packets", "ect", "marked", "over")     # the marker's struct counts, u64 each
 
 
 class Counters:
@@ -52,7 +29,7 @@ class Counters:
     def __enter__(self):
         try:
             for port, map_id in self.map_ids.items():
-                self._fds[port] = _map_fd(map_id, port)
+                self._fds[port] = map_fd(map_id, port)
         except OSError:
             self.__exit__()
             raise
@@ -74,21 +51,23 @@ class Counters:
     @staticmethod
     def _lookup(fd, index):
         value = ctypes.create_string_buffer(8 * len(COUNTS))
-        if not _lookup(fd, ctypes.c_uint32(index), value):
+        if not lookup(fd, ctypes.c_uint32(index), value):
             return None
         return dict(zip(COUNTS, struct.unpack_from(f"{len(COUNTS)}Q", value), strict=True))
 
 
 class VirtualQueue:
-    """with VirtualQueue(map_id, rate_bps) as vq: <traffic>; vq.samples: [(wall time, bytes the
-    marker's data class holds)]; vq.against(fifo samples): how far apart the two queues were."""
+    """with VirtualQueue(queues map id, config map id) as vq: <traffic>; vq.samples: [(wall time,
+    bytes the marker's data class holds)]; vq.against(fifo samples): how far apart the two queues
+    were."""
 
-    def __init__(self, map_id, rate_bps, interval=0.002):
-        self.map_id, self.rate, self.interval = map_id, rate_bps, interval
+    def __init__(self, map_id, config_map_id, interval=0.002):
+        self.map_id, self.config_map_id, self.interval = map_id, config_map_id, interval
         self.samples, self._done, self._thread = [], threading.Event(), None
 
     def __enter__(self):
-        self._fd = _map_fd(self.map_id, "its port")
+        self._fd = map_fd(self.map_id, "its port")
+        self._config_fd = map_fd(self.config_map_id, "its port")
         self._thread = threading.Thread(target=self._poll, name="virtual queue", daemon=True)
         self._thread.start()
         return self
@@ -97,13 +76,15 @@ class VirtualQueue:
         self._done.set()
         self._thread.join()
         os.close(self._fd)
+        os.close(self._config_fd)
 
     def _read(self):
-        value = ctypes.c_uint64(0)
-        if not _lookup(self._fd, ctypes.c_uint32(REST), value):
+        queues, config = ctypes.create_string_buffer(QUEUES.size), ctypes.create_string_buffer(CONFIG.size)
+        if not (lookup(self._fd, ctypes.c_uint32(0), queues) and lookup(self._config_fd, ctypes.c_uint32(0), config)):
             return None
+        *backlog, at_ns = QUEUES.unpack_from(queues.raw)
         now_ns = time.monotonic_ns()          # the program's clock (bpf_ktime_get_ns)
-        return max(0, value.value - now_ns) * self.rate / 8e9
+        return VirtualQueues(Config.unpacked(config.raw), backlog, at_ns).backlog(now_ns)
 
     def _poll(self):
         while not self._done.wait(self.interval):

@@ -1,13 +1,20 @@
 // ECN marking at a switch port's egress, where the kernel has no RED: a tc (clsact egress,
-// direct-action) program that keeps one virtual queue per traffic class, drained at the port's
-// link rate, and sets CE on an ECN-capable IPv4 packet that arrives while its class's queue holds
-// more than K bytes (DCTCP's marking on the instantaneous queue). The real FIFO sits behind it, in
-// HTB; the program runs as a packet is handed to it. Compiled per (rate, K) by testbed.emulation.ecn:
-//   clang -O2 -target bpf -DRATE_BPS=... -DK_BYTES=... -DLIMIT_BYTES=... -c ecn_marker.bpf.c
-// A virtual queue is a finish time: the moment the class's backlog would drain at the link rate.
-// A packet that finds its class's queue full (LIMIT_BYTES, the FIFO's limit) is not counted in,
-// as the FIFO drops it. What it counts, it counts per class and per IPv4 source (whose traffic a
-// port marked: per job, where jobs have hosts of their own).
+// direct-action) program that keeps a virtual queue per traffic class of the port, drained as the
+// port's HTB serves that class, and sets CE on an ECN-capable IPv4 packet that arrives while its
+// class's virtual queue holds more than K bytes (DCTCP's marking on the instantaneous queue). The
+// real FIFOs sit behind it, in HTB; the program runs as a packet is handed to them.
+//   clang -O2 -target bpf -c ecn_marker.bpf.c        (-DTEST_CLOCK: the clock is skb->tstamp, for
+//                                                     a test that replays a trace with PROG_TEST_RUN)
+// What it drains and at what rate is in its map "config", written when it is attached and again
+// when the link's rate changes (testbed.emulation.ecn): the link's rate (times HULL's drain
+// fraction), K, each FIFO's limit, and how the port serves its classes: one FIFO (one virtual
+// queue for every packet), strict priority (the high class's queue drains first, the rest gets
+// what it leaves) or weighted (each class its assured share, and what the other leaves). A virtual
+// queue is a byte count at a time, drained by the bytes the port could have sent since; the model
+// is testbed.probes.markers.VirtualQueues, which a test holds this program to, packet by packet. A
+// packet that finds its class's queue full (the FIFO's limit) is not counted in, as the FIFO drops
+// it. What it counts, it counts per class and per IPv4 source (whose traffic a port marked: per
+// job, where jobs have hosts of their own).
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
 #include <linux/ip.h>
@@ -15,30 +22,29 @@
 #include <bpf/bpf_endian.h>
 #include <bpf/bpf_helpers.h>
 
-#ifndef RATE_BPS
-#error "RATE_BPS: the port's link rate, bits per second"
-#endif
-#ifndef K_BYTES
-#error "K_BYTES: the marking threshold"
-#endif
-#ifndef LIMIT_BYTES
-#error "LIMIT_BYTES: the FIFO's limit"
-#endif
-#ifndef HIGH_DSCP_A
-#define HIGH_DSCP_A 48  // the control class (CS6)
-#endif
-#ifndef HIGH_DSCP_B
-#define HIGH_DSCP_B 46  // a high-priority job (EF)
-#endif
-
 #define CLASSES 2        // 0: the rest, 1: the high class (as the port's u32 filter sorts them)
 #define SOURCES 1024     // the most IPv4 sources a port counts apart (more are counted per class only)
 #define ECN_MASK 0x3
 #define ECN_NOT_ECT 0x0
 #define ECN_CE 0x3
+#define ONE_FIFO 0
+#define STRICT 1
+#define WEIGHTED 2
+#define NO_DSCP 0xff
+#define MAX_GAP_NS 10000000000ULL   // 10 s: longer than any FIFO takes to drain, and no overflow below
 
-struct vqueue {
-    __u64 finish_ns;     // when the class's virtual backlog would have drained
+struct config {
+    __u64 rate_kbps;     // the rate the queues drain at, all classes together; 0: not yet configured
+    __u64 k_bytes;       // the marking threshold
+    __u64 limit_bytes;   // each class's FIFO limit
+    __u32 mode;          // ONE_FIFO, STRICT or WEIGHTED
+    __u32 high_permille; // WEIGHTED: the high class's assured share of the rate, per mille
+    __u32 high_dscp[2];  // the DS fields of the high class (NO_DSCP: none)
+};
+
+struct vqueues {
+    __u64 bytes[CLASSES];  // each class's virtual backlog (ONE_FIFO: all in bytes[0])
+    __u64 at_ns;           // when they were last drained
 };
 
 struct counts {
@@ -50,9 +56,16 @@ struct counts {
 
 struct {
     __uint(type, BPF_MAP_TYPE_ARRAY);
-    __uint(max_entries, CLASSES);
+    __uint(max_entries, 1);
     __type(key, __u32);
-    __type(value, struct vqueue);
+    __type(value, struct config);
+} config SEC(".maps");
+
+struct {
+    __uint(type, BPF_MAP_TYPE_ARRAY);
+    __uint(max_entries, 1);
+    __type(key, __u32);
+    __type(value, struct vqueues);
 } queues SEC(".maps");
 
 struct {
@@ -91,9 +104,22 @@ static __always_inline struct counts *of_source(__u32 source)
     return s;
 }
 
-static __always_inline __u64 bytes_to_ns(__u64 bytes)
+static __always_inline __u64 min64(__u64 a, __u64 b) { return a < b ? a : b; }
+
+// The bytes the port sends in gap_ns from each class's backlog, as its HTB serves them.
+static __always_inline void drain(struct vqueues *q, const struct config *cfg, __u64 gap_ns)
 {
-    return bytes * 8ULL * 1000000000ULL / RATE_BPS;
+    __u64 can = min64(gap_ns, MAX_GAP_NS) * cfg->rate_kbps / 8000000ULL, sent;
+    if (cfg->mode == WEIGHTED) {            // each its share first, then what the other left
+        __u64 share = can * cfg->high_permille / 1000;
+        __u64 high = min64(q->bytes[1], share), rest = min64(q->bytes[0], can - share);
+        q->bytes[1] -= high;
+        q->bytes[0] -= rest;
+        can -= high + rest;
+    }
+    sent = min64(q->bytes[1], can);         // STRICT: the high class first (WEIGHTED: its extra)
+    q->bytes[1] -= sent;
+    q->bytes[0] -= min64(q->bytes[0], can - sent);
 }
 
 SEC("tc")
@@ -114,26 +140,37 @@ int testbed_ecn(struct __sk_buff *skb)
     if ((void *)(ip + 1) > end || eth->h_proto != bpf_htons(ETH_P_IP))
         return TC_ACT_OK;
 
+    __u32 zero = 0;
+    struct config *cfg = bpf_map_lookup_elem(&config, &zero);
+    struct vqueues *q = bpf_map_lookup_elem(&queues, &zero);
+    if (!cfg || !q || !cfg->rate_kbps)
+        return TC_ACT_OK;
     __u8 dscp = ip->tos >> 2, ecn = ip->tos & ECN_MASK;
-    __u32 class = (dscp == HIGH_DSCP_A || dscp == HIGH_DSCP_B) ? 1 : 0;
-    struct vqueue *q = bpf_map_lookup_elem(&queues, &class);
+    __u32 class = (dscp == cfg->high_dscp[0] || dscp == cfg->high_dscp[1]) ? 1 : 0;
+    __u32 queue = cfg->mode == ONE_FIFO ? 0 : class;
     struct counts *c = bpf_map_lookup_elem(&ecn_counts, &class);
-    if (!q || !c)
+    if (!c || queue >= CLASSES)
         return TC_ACT_OK;
 
+#ifdef TEST_CLOCK
+    __u64 now = skb->tstamp;
+#else
     __u64 now = bpf_ktime_get_ns();
-    __u64 start = q->finish_ns > now ? q->finish_ns : now;
-    __u64 backlog_ns = start - now;
-    __u64 len = skb->len;
+#endif
+    if (now > q->at_ns) {
+        drain(q, cfg, now - q->at_ns);
+        q->at_ns = now;
+    }
+    __u64 len = skb->len, backlog = q->bytes[queue];
     __u32 source = ip->saddr;   // read before marking: setting CE may move the packet's data
-    int over = backlog_ns > bytes_to_ns(K_BYTES);
+    int over = backlog > cfg->k_bytes;
     int marked = over && ecn != ECN_NOT_ECT && ecn != ECN_CE && bpf_skb_ecn_set_ce(skb);
     tally(c, ecn, over, marked);
     struct counts *s = of_source(source);
     if (s)
         tally(s, ecn, over, marked);
-    if (backlog_ns + bytes_to_ns(len) <= bytes_to_ns(LIMIT_BYTES))
-        q->finish_ns = start + bytes_to_ns(len);
+    if (backlog + len <= cfg->limit_bytes)
+        q->bytes[queue] = backlog + len;
     return TC_ACT_OK;
 }
 

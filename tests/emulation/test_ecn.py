@@ -1,7 +1,8 @@
 """ECN marking at every switch port (--ecn) on a real fabric: two long flows into one host, one of
 them ECN-capable. The capable flow's packets arrive with CE set, the other's never; the port
 facing the receiver counts its marks in the class they went in and by the source that sent them;
-the controller reads the same marks and the FIFOs' drops; and no program is left once the fabric
+the controller reads the same marks and the FIFOs' drops; a port's marker serves its classes as
+its HTB does and drains at its link's rate as that changes; and no program is left once the fabric
 is gone, also after a run killed mid-way and --cleanup."""
 import os
 import signal
@@ -46,10 +47,24 @@ def marked(tmp_path_factory):
             fifos = shaping.fifo_stats_by_class(ipr, [intf for intf, _ in topo.switch_ports()])
         facing = interface(*topo.attachment(topo.hosts["h2"].ports[0]))
         attached = len(ecn.loaded())
+        link, table = dict(topo.switch_ports())[facing], net.marker_maps()[facing]["config"]
+        settings = [ecn.settings_of(table)]
+        net.set_link_rate(link, link.rate / 4)                         # as a slowed-link fault does
+        settings.append(ecn.settings_of(table))
+        net.set_link_rate(link, link.rate)
+        settings.append(ecn.settings_of(table))
     ip = {h: topo.hosts[h].ports[0].ip for h in ("h0", "h1")}
     packets = [p[IP] for p in rdpcap(str(pcap)) if IP in p]
     return {"flows": flows, "counts": counts, "sources": sources, "read": read, "fifos": fifos, "seen": seen,
-            "facing": facing, "attached": attached, "ip": ip, "packets": packets, "ports": len(topo.switch_ports())}
+            "facing": facing, "attached": attached, "ip": ip, "packets": packets, "ports": len(topo.switch_ports()),
+            "settings": settings, "rate": link.rate}
+
+
+def test_a_port_s_marker_serves_its_classes_as_htb_does_and_follows_its_link_s_rate(marked):
+    built, slowed, back = marked["settings"]
+    assert (built.mode, built.high_dscps, built.k_bytes) == (ecn.STRICT, (shaping.CONTROL_DSCP,), K)
+    assert (built.rate_kbps, slowed.rate_kbps, back.rate_kbps) == (marked["rate"] * 1000, marked["rate"] * 250,
+                                                                   marked["rate"] * 1000)
 
 
 def test_an_ecn_capable_flow_is_marked_and_the_other_never(marked):
