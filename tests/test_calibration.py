@@ -211,3 +211,10 @@ def test_a_kept_calibration_is_a_row_of_the_one_table_the_docs_show(calibrated, 
     (tmp_path / "kept" / "broken.json").write_text("{")
     with pytest.raises(TestbedError, match="does not parse"):
         calibrations.table()
+
+
+def test_the_slowest_rungs_run_long_enough_for_tcp_to_settle():
+    from testbed.fidelity import calibrate
+    assert calibrate.duration(9000, 960) == 4 and calibrate.duration(9000, 320) == 4
+    assert calibrate.duration(9000, 160) == 10 and calibrate.duration(9000, 80) == 10     # 10 and 5 Mbit/s a flow
+    assert calibrate.duration(1500, 480) == 10
