@@ -36,13 +36,13 @@ LADDERS = {9000: [80, 120, 160, 320, 640, 960, 1280, 1440, 1600, 1920, 2240, 256
 DURATIONS = {9000: 4, 1500: 10}
 # The same holds for jumbo frames at the slowest rungs: in a Debian 12 VM under qemu's TCG, 16 x 5
 # Mbit/s over 4 s delivered 0.97 with the slowest flow at 0.84 and 0.88 and the busiest core at 67-74%
-# (TCP's unfairness over a short run, not forwarding): below SETTLE_MBIT a flow, the longer run.
+# (TCP's unfairness over a short run, not forwarding): at SETTLE_MBIT a flow or less, the longer run.
 SETTLE_MBIT, SETTLE_S = 10, 10
 
 
 def duration(mtu, offered):
     """Seconds a measurement of `offered` Mbit/s at `mtu` runs."""
-    return max(DURATIONS[mtu], SETTLE_S if offered / FLOWS < SETTLE_MBIT else 0)
+    return max(DURATIONS[mtu], SETTLE_S if offered / FLOWS <= SETTLE_MBIT else 0)
 # The first rung the search tries: where calibrations of machines of this kind found the faithful load
 # (960 at MTU 9000 on three machines; 80, 0 and 0 at MTU 1500).
 START_MBIT = {9000: 960, 1500: 80}
