@@ -17,7 +17,9 @@ least twice that floor (else the run says so, and the claim is not measured).
 Then incast, as a parameter server or a gather meets it: k senders (from the other switches) send a
 message each to one receiver at once, for each fan-in k, under drop-tail, ECN at the smallest K with
 CUBIC senders, and DCTCP at that K, paired by trial: the last hop's deepest queue, its drops, the
-senders' retransmission timeouts and the completion time against k messages at the link's rate.
+senders' retransmission timeouts and the completion time against k messages at the link's rate,
+from the port's FIFO alone (no probe packets: at these rates several would queue per data frame in
+the FIFO they measure, in its packet limit).
 """
 import contextlib
 import statistics
@@ -209,7 +211,7 @@ def incast(emu, plan, experiment):
     for trial in range(plan.trials if plan.fanins else 0):
         for k, cc in trial_order(plan.incast_settings, trial):
             emu.emulation.set_ecn(k)
-            for row in emu.incast(plan.fanins, plan.size, rounds=1, congestion_control=cc)[0]:
+            for row in emu.incast(plan.fanins, plan.size, rounds=1, interval=None, congestion_control=cc)[0]:
                 row = {"trial": trial, "setting": label(k, cc), "k_bytes": k, "senders_cc": cc, **row}
                 rows[trial, k, cc, row["fanin"]] = experiment.row(row, (
                     f"  trial {trial}  {row['setting']:18s} fan-in {row['fanin']:3d}  max queue "

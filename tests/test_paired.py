@@ -13,10 +13,23 @@ def test_the_interval_is_students_t_around_the_mean():
     assert (e.mean, e.n) == (2.0, 3)
     assert e.lo == pytest.approx(2 - 4.302653 / math.sqrt(3)) and e.hi == pytest.approx(2 + 4.302653 / math.sqrt(3))
     assert not e.excludes(0.0) and e.excludes(5.0)
-    assert interval([4.0, 4.0]).lo == interval([4.0, 4.0]).hi == 4.0
+    alike = interval([4.0, 4.0, 4.0])        # no spread seen: no interval, and no difference shown
+    assert math.isnan(alike.lo) and not alike.excludes(0.0)
     one = interval([0.5])
     assert one.mean == 0.5 and math.isnan(one.lo) and one.to_dict()["lo"] is None
     assert interval([None, float("nan")]).n == 0
+
+
+def test_an_interval_stays_inside_what_the_figure_can_be_and_trials_alike_show_nothing():
+    """The defects: congestion printed a queue of 211.83 [-466.89, 890.55] KB, a gain of -22% [-273%,
+    +229%], and 270.42 [270.42, 270.42] KB for three trials whose frame-quantised medians read alike."""
+    queues = Comparison("queue (KB)", ("DCTCP", "HULL"), [(270.42, 527.3), (270.42, 54.1), (270.42, 54.1)])
+    assert queues.b.lo >= 54.1 and queues.gain.lo >= -1.0           # the bootstrap's, inside the trials'
+    assert "DCTCP 270.42 (all 3 alike)" in queues.line()
+    steady = Comparison("x", ("a", "b"), [(1.0, 1.1), (1.0, 1.1), (1.0, 1.1)])
+    assert "all alike: no interval, no difference shown" in steady.line() and not steady.gain.excludes(0.0)
+    unbounded = Comparison("y", ("a", "b"), [(1.0, 3.0), (2.0, 1.0), (1.0, 1.5)], by="difference")
+    assert unbounded.gain.lo < -1.0                                  # a difference may be any number: Student's t
 
 
 def test_gains_are_per_pair_ratios_and_skip_what_was_not_measured():

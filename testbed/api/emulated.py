@@ -348,13 +348,15 @@ class Emulated:
             raise TestbedError(f"no ECN marker at {port}: give ecn= or set_ecn(K) first")
         return markers.VirtualQueue(tables["queues"], tables["config"])
 
-    def incast(self, fanins: Sequence[int], size: int, *, rounds: int = 3, interval: float = 0.001,
+    def incast(self, fanins: Sequence[int], size: int, *, rounds: int = 3, interval: float | None = 0.001,
                on_fanin=None, congestion_control: str | None = None) -> tuple[list[dict], list[dict]]:
         """k senders to one receiver at once, for each k of `fanins`: (one row per fan-in: the
         bottleneck queue's depth, drops, completion times against the ideal, how well scapy's probes
         and the FIFO agree, the senders' retransmissions and timeouts, the verdict; every queue sample
-        and probe). on_fanin(row, its samples) sees each fan-in as it is measured. congestion_control:
-        the senders' and the receiver's (None: the emulation's, else the hosts' default)."""
+        and probe). interval: the probes' (None: no probes, the FIFO's own figures alone; a probe
+        shares the FIFO it measures). on_fanin(row, its samples) sees each fan-in as it is measured.
+        congestion_control: the senders' and the receiver's (None: the emulation's, else the hosts'
+        default)."""
         if congestion_control:
             dctcp.check(congestion_control, "congestion_control")
         return run_fanins(self.emulation, list(fanins), size, rounds, interval, on_fanin=on_fanin,

@@ -2,7 +2,8 @@
 each fan-in k, while the last hop's queue is measured two ways at once: the switch port's FIFO
 (backlog and drops, polled over netlink every 2 ms) and scapy probes, small timestamped UDP packets
 sent every few ms from a host on the receiver's switch through the same port, whose one-way delay
-above the smallest is their time in the queue (delay x rate = backlog)."""
+above the smallest is their time in the queue (delay x rate = backlog); or the FIFO alone, with no
+probe in it."""
 import time
 
 from testbed.emulation.processes import expect_all, stop_all
@@ -40,17 +41,22 @@ def roles(topo, fanins):
 
 def one_round(emu, receiver, prober, senders, size, interval, congestion_control=None):
     """Completion time of each sender, the queue samples, the probes of one round, the CPU verdict
-    and each sender's {"retransmits", "timeouts"}. congestion_control: the senders' and the
-    receiver's (None: the run's, --cc, else the hosts' default)."""
+    and each sender's {"retransmits", "timeouts"}. interval: the probes' (None: no probes, the queue
+    read from the port's FIFO alone: a probe shares the FIFO it measures, and at a few Mbit/s several
+    probes queue per data frame). congestion_control: the senders' and the receiver's (None: the
+    run's, --cc, else the hosts' default)."""
     cc = emu.kernel_congestion_control(congestion_control or emu.congestion_control) or ""
     dst = receiver.ports[0]
     bottleneck = interface(*emu.topo.attachment(dst))
     duration = 1.0 + 2 * len(senders) * size / emu.topo.bytes_per_s
     server = emu.program(receiver.name, "incast_endpoint", "server", dst.ip, PORT, len(senders), size, cc,
                          name="incast receiver")
-    probe_rx = emu.program(receiver.name, "queue_probe", "recv", dst.intf, name="probe receiver")
-    probe_tx = emu.program(prober.name, "queue_probe", "send", dst.ip, interval, duration, name="probe sender")
-    programs = [server, probe_rx, probe_tx]
+    programs, probing = [server], interval is not None
+    if probing:
+        probe_rx = emu.program(receiver.name, "queue_probe", "recv", dst.intf, name="probe receiver")
+        probe_tx = emu.program(prober.name, "queue_probe", "send", dst.ip, interval, duration, name="probe sender")
+        programs += [probe_rx, probe_tx]
+    probes = []
     try:
         for program in programs:    # scapy takes a second or two to load
             program.expect("ready", 60)
@@ -60,15 +66,17 @@ def one_round(emu, receiver, prober, senders, size, interval, congestion_control
         for client in clients:
             client.expect("ready", 30)
         start = time.monotonic() + 0.5
-        probe_tx.send(start=start - 0.3)
+        if probing:
+            probe_tx.send(start=start - 0.3)
         for client in clients:
             client.send(start=start)
         with QueueSampler([bottleneck], netns=emu.port_netns) as queue, emu.cpu_monitor() as cpu:
             done = server.expect("done", duration + 60)["done"]
             sent = [client.expect("sent", 30) for client in clients]
-            expect_all([probe_tx], "sent", duration + 30)
-            probe_rx.send(stop=True)
-            probes = probe_rx.expect("probes", 60)["probes"]
+            if probing:
+                expect_all([probe_tx], "sent", duration + 30)
+                probe_rx.send(stop=True)
+                probes = probe_rx.expect("probes", 60)["probes"]
     finally:
         stop_all(programs, grace=2)
     tcp = [{"retransmits": s["retransmits"], "timeouts": s["timeouts"]} for s in sent]

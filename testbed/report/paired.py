@@ -6,7 +6,9 @@ The pairing: trial t draws fresh 5-tuples from seed + t (``routing.hashing.Draw`
 forms on them, one right after the other, the first form first in even trials and second in odd
 ones, so that a drift of the machine over the run falls on both alike. The gain of trial t is
 b_t / a_t - 1; its interval is Student's t over the trials' gains (paired: the draw's own luck,
-which both forms share, cancels out of each ratio). A figure that can be zero (a queue, drops,
+which both forms share, cancels out of each ratio), or the bootstrap's where Student's t would
+reach below what the figure can be (a negative queue, a gain below -100%); trials that all read
+alike give no interval. A figure that can be zero (a queue, drops,
 idle links) is compared by its difference b_t - a_t instead: a ratio over a zero baseline is no
 number, and leaving those trials out would keep only the trials that favour one form. An interval
 that excludes zero shows a difference at 95% confidence; one that includes it shows none, which is
@@ -33,18 +35,24 @@ class Estimate:
         return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in asdict(self).items()}
 
 
-def interval(values, confidence=CONFIDENCE):
-    """The mean of values and its two-sided Student-t interval."""
+def interval(values, confidence=CONFIDENCE, floor=None):
+    """The mean of values and its two-sided Student-t interval; where the figure cannot go below
+    `floor` (a queue, a time: 0; a gain by ratio: -1) and the t-interval does, the bootstrap's
+    instead (``resampled``), which stays inside what was measured. Values all alike give no
+    interval (nan ends): their spread, zero, says nothing of the figure's (frame-quantised medians
+    read the same in every trial)."""
     values = [float(v) for v in values if v is not None and math.isfinite(v)]
     n = len(values)
     if not n:
         return Estimate(math.nan, math.nan, math.nan, 0)
     mean = sum(values) / n
-    if n < 2:
+    if n < 2 or max(values) == min(values):
         return Estimate(mean, math.nan, math.nan, n)
     sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
     from scipy import stats  # seconds to import: only a run that compares pays for it
     half = float(stats.t.ppf(0.5 + confidence / 2, n - 1)) * sd / math.sqrt(n)
+    if floor is not None and mean - half < floor:
+        return resampled(values, confidence)
     return Estimate(mean, mean - half, mean + half, n)
 
 
@@ -54,7 +62,7 @@ def resampled(values, confidence=CONFIDENCE, seed=0):
     Student-t interval on three skewed trials does; with few trials it is too narrow, not too wide."""
     values = [float(v) for v in values if v is not None and math.isfinite(v)]
     n = len(values)
-    if n < 2:
+    if n < 2 or max(values) == min(values):
         return interval(values)
     from scipy import stats
     found = stats.bootstrap((values,), lambda x, axis=-1: x.mean(axis=axis), confidence_level=confidence,
@@ -103,16 +111,23 @@ class Comparison:
 
     @property
     def a(self):
-        return (resampled if self.bounded else interval)([a for a, _ in self.pairs])
+        return self._form([a for a, _ in self.pairs])
 
     @property
     def b(self):
-        return (resampled if self.bounded else interval)([b for _, b in self.pairs])
+        return self._form([b for _, b in self.pairs])
+
+    def _form(self, values):
+        """A form's figure: measured quantities (times, queues, rates) are never below zero."""
+        return resampled(values) if self.bounded else interval(values, floor=0.0)
 
     @property
     def gain(self):
-        """b over a less one (by ratio), or b less a (by difference), per trial: mean and interval."""
-        return interval(gains(self.pairs) if self.by == "ratio" else differences(self.pairs))
+        """b over a less one (by ratio; never below -100%), or b less a (by difference), per trial:
+        mean and interval."""
+        if self.by == "ratio":
+            return interval(gains(self.pairs), floor=-1.0)
+        return interval(differences(self.pairs))
 
     @property
     def left_out(self):
@@ -164,7 +179,7 @@ def _said(e, form):
     if not e.n:
         return "-"
     if math.isnan(e.lo):
-        return form(e.mean)
+        return form(e.mean) + (f" (all {e.n} alike)" if e.n > 1 else "")
     return f"{form(e.mean)} [{form(e.lo)}, {form(e.hi)}]"
 
 
@@ -202,5 +217,7 @@ def verdict(e, trials=None, left_out=()):
         over += f" ({len(left_out)} left out: {shown}{more})"
     if e.n < 2:
         return f"({over}: no interval)"
+    if math.isnan(e.lo):
+        return f"({over}, all alike: no interval, no difference shown)"
     said = "excludes zero" if e.excludes(0.0) else "includes zero: no difference shown"
     return f"({over}; the 95% interval {said})"
