@@ -8,7 +8,8 @@
 #
 #   sudo lab/vm-check.sh [--quick]      # --quick: setup and fabric_check only
 #   sudo lab/vm-check.sh --capacity     # also bench.forwarding_capacity on the kernel datapath (+10 min)
-#   sudo lab/vm-check.sh --run 'CMD'    # setup, then CMD in the project folder (to look into something)
+#   sudo lab/vm-check.sh --run 'CMD'    # setup, then CMD in the project folder (to look into something;
+#                                       # a record CMD keeps with --record is copied into docs/ too)
 #   sudo lab/vm-check.sh --records      # the kernel datapath measured for the pages: --calibrate all
 #                                       # kept, a refusal over capacity, then bigraph_allreduce,
 #                                       # congestion and ecmp_collisions --seed 1101 with --record; the
@@ -37,8 +38,9 @@ case "${1:-}" in
   --run) [ -n "${2:-}" ] || { echo "--run needs a command" >&2; exit 2; }; COMMAND=$2 ;;
   *) echo "usage: sudo lab/vm-check.sh [--quick | --capacity | --records | --run 'CMD']" >&2; exit 2 ;;
 esac
-if [ $RECORDS = 1 ] && [ -n "$(git status --porcelain --untracked-files=no)" ]; then
-  echo "--records keeps records that name their commit: commit your changes first" >&2; exit 2
+KEEP=$RECORDS; [ -n "$COMMAND" ] && KEEP=1      # the guest's records come back (they need the history)
+if [ $KEEP = 1 ] && [ -n "$(git status --porcelain --untracked-files=no)" ]; then
+  echo "--records and --run keep records that name their commit: commit your changes first" >&2; exit 2
 fi
 [ "$(id -u)" -eq 0 ] || { echo "vm-check.sh needs root: run it as 'sudo lab/vm-check.sh'" >&2; exit 2; }
 [ -x .venv/bin/pip ] || { echo "run 'sudo ./setup.sh' first: the guest's wheels are downloaded with .venv's pip" >&2; exit 2; }
@@ -65,7 +67,7 @@ if { [ -n "$COMMAND" ] || [ $RECORDS = 1 ]; } && [ -d "$MNT/root/testbed/.venv" 
   mv "$MNT/root/testbed/.venv" "$MNT/root/venv.kept"
 fi
 rm -f "$MNT/root/vm-check.log" "$MNT/root/vm-check.done"
-vm_copy_project $RECORDS
+vm_copy_project $KEEP
 [ -d "$MNT/root/venv.kept" ] && mv "$MNT/root/venv.kept" "$MNT/root/testbed/.venv"
 
 # The guest's job: the README's commands, each timed; then power off.
@@ -150,7 +152,7 @@ out="$PROJECT/results/vm-check-$(date +%Y%m%d-%H%M%S)"
 mkdir -p "$out"
 cp "$MNT/root/vm-check.log" "$out/" 2>/dev/null || true
 [ -d "$MNT/root/testbed/results" ] && cp -r "$MNT/root/testbed/results/." "$out/"
-if [ $RECORDS = 1 ]; then       # the guest's kept calibration and records, beside this machine's
+if [ $KEEP = 1 ]; then       # the guest's kept calibration and records, beside this machine's
   for kept in "$MNT"/root/testbed/docs/calibrations/*.json "$MNT"/root/testbed/docs/records/*/*.json; do
     here=$PROJECT/${kept#"$MNT"/root/testbed/}
     [ -e "$here" ] || { mkdir -p "$(dirname "$here")"; cp "$kept" "$here"; echo "kept: ${here#"$PROJECT"/}"; }
