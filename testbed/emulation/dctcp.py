@@ -134,6 +134,14 @@ def registered():
 def alphas():
     """{(source ip, source port, destination ip, destination port): alpha} of every open DCTCP
     connection, alpha as a fraction (0..1), at its last update (once per round trip)."""
+    return {conn: kept["alpha"] / ALPHA_ONE for conn, kept in seen().items()}
+
+
+def seen():
+    """{(source ip, source port, destination ip, destination port): what the program keeps of the
+    connection} of every open DCTCP connection: its alpha (in 1/1024) and number of updates; its
+    last update's alpha before, packets delivered and of them echoed CE; its number of window cuts
+    and the last one's window before, threshold set and alpha (programs/dctcp.bpf.c, struct seen)."""
     if not registered():
         return {}
     def ip(v):                        # kept in network order, read as a little-endian number
@@ -143,7 +151,7 @@ def alphas():
     for entry in json.loads(_run(["bpftool", "-j", "map", "dump", "name", "alphas"]) or "[]"):
         for e in entry if isinstance(entry, list) else [entry]:    # a map per registration still in use
             key = e["formatted"]["key"]
-            out[ip(key["saddr"]), key["sport"], ip(key["daddr"]), key["dport"]] = e["formatted"]["value"] / ALPHA_ONE
+            out[ip(key["saddr"]), key["sport"], ip(key["daddr"]), key["dport"]] = dict(e["formatted"]["value"])
     return out
 
 

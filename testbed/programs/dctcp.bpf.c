@@ -7,8 +7,10 @@
  * did not negotiate ECN runs Reno instead, as the kernel's does.
  *
  * Each connection's alpha (in 1/1024) is kept in the map "alphas", keyed by its addresses and ports,
- * so that a run can read it (emulation.dctcp.alphas). Compiled with -I to a vmlinux.h that bpftool
- * dumps from this kernel's BTF.
+ * so that a run can read it (emulation.dctcp.alphas), with what its last update saw (the alpha
+ * before, the packets delivered and those of them echoed CE) and its last cut (the window, the
+ * threshold set, the alpha cut by), so that a test can hold each update and cut to the rule
+ * (emulation.dctcp.seen). Compiled with -I to a vmlinux.h that bpftool dumps from this kernel's BTF.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -44,11 +46,23 @@ struct dctcp {
 	struct connection key;          /* taken at init: at release the ports are gone */
 };
 
+struct seen {
+	__u32 alpha;                    /* now */
+	__u32 updates;                  /* alpha's updates so far */
+	__u32 prior_alpha;              /* the last update's: alpha before it */
+	__u32 delivered;                /* its window's packets delivered */
+	__u32 delivered_ce;             /* of them echoed CE */
+	__u32 cuts;                     /* window cuts so far (ssthresh) */
+	__u32 cut_cwnd;                 /* the last cut's: the window before it */
+	__u32 cut_ssthresh;             /* the threshold it set */
+	__u32 cut_alpha;                /* the alpha it cut by */
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 4096);
 	__type(key, struct connection);
-	__type(value, __u32);
+	__type(value, struct seen);
 } alphas SEC(".maps");
 
 const char reno[] = "reno";
@@ -68,6 +82,23 @@ static struct connection key_of(const struct sock *sk)
 		.dport = __builtin_bswap16(sk->__sk_common.skc_dport),
 	};
 	return c;
+}
+
+static struct seen seen_of(struct dctcp *ca)
+{
+	struct connection c = ca->key;  /* map helpers take stack keys, not the socket's memory */
+	struct seen *old = bpf_map_lookup_elem(&alphas, &c), now = {};
+
+	if (old)
+		now = *old;
+	return now;
+}
+
+static void keep_seen(struct dctcp *ca, struct seen *now)
+{
+	struct connection c = ca->key;
+
+	bpf_map_update_elem(&alphas, &c, now, BPF_ANY);
 }
 
 static void reset(const struct tcp_sock *tp, struct dctcp *ca)
@@ -112,8 +143,17 @@ __u32 BPF_PROG(dctcp_ssthresh, struct sock *sk)
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct dctcp *ca = ca_of(sk);
 
+	__u32 ssthresh = max_u32(tp->snd_cwnd - ((tp->snd_cwnd * ca->alpha) >> 11U), 2U);
+	struct seen now = seen_of(ca);
+
 	ca->loss_cwnd = tp->snd_cwnd;
-	return max_u32(tp->snd_cwnd - ((tp->snd_cwnd * ca->alpha) >> 11U), 2U);
+	now.alpha = ca->alpha;
+	now.cuts++;
+	now.cut_cwnd = tp->snd_cwnd;
+	now.cut_ssthresh = ssthresh;
+	now.cut_alpha = ca->alpha;
+	keep_seen(ca, &now);
+	return ssthresh;
 }
 
 SEC("struct_ops")
@@ -127,7 +167,11 @@ void BPF_PROG(dctcp_update_alpha, struct sock *sk, __u32 flags)
 		__u32 delivered_ce = tp->delivered_ce - ca->old_delivered_ce;
 		__u32 alpha = ca->alpha;
 		__u32 decay = alpha >> SHIFT_G;
+		struct seen now = seen_of(ca);
 
+		now.prior_alpha = alpha;
+		now.delivered = delivered;
+		now.delivered_ce = delivered_ce;
 		alpha -= decay ? decay : alpha;         /* min_not_zero(alpha, alpha >> g) */
 		if (delivered_ce) {
 			delivered_ce <<= (10 - SHIFT_G);
@@ -136,9 +180,9 @@ void BPF_PROG(dctcp_update_alpha, struct sock *sk, __u32 flags)
 		}
 		ca->alpha = alpha;
 		reset(tp, ca);
-		struct connection c = ca->key;
-
-		bpf_map_update_elem(&alphas, &c, &alpha, BPF_ANY);
+		now.alpha = alpha;
+		now.updates++;
+		keep_seen(ca, &now);
 	}
 }
 

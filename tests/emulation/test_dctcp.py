@@ -1,21 +1,33 @@
 """DCTCP (--cc dctcp) on a real fabric: the project's BPF congestion control is registered for the
 run, flows and the ranks' connections run it with ECN and keep an alpha per connection, an
 allreduce over it is still right, and nothing is left registered once the fabric is gone, also
-after a run killed mid-way and --cleanup."""
+after a run killed mid-way and --cleanup. Driven by a known mark pattern (the receiver's port
+marking nothing, then every packet, then nothing: its marker's settings rewritten), each update of
+alpha follows DCTCP's rule with gain g = 1/16 and each cut sets the window to (1 - alpha/2) of
+what it was, as the kernel's tcp_dctcp.c does."""
 import os
 import signal
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
 
 import testbed
-from testbed.emulation import dctcp
+from testbed.emulation import dctcp, ecn
+from testbed.topology import interface
 from tests.emulation.machine import leftovers
 from tests.emulation.test_cleanup import PROJECT, _wait_for
 
 K = 30000
+G_SHIFT = 4                            # g = 1/16: alpha <- (1 - g) alpha + g F
+ALPHA_ONE = 1024
+# A port's marker set to mark every ECN-capable packet (its queue never drains, K one byte), or none
+# (it drains faster than any link, K out of reach): the pattern the sender's alpha is driven by.
+MARK_ALL = ecn.Config(rate_kbps=1, k_bytes=1, limit_bytes=1 << 40)
+MARK_NONE = ecn.Config(rate_kbps=10**9, k_bytes=1 << 40, limit_bytes=1 << 40)
+PHASE_S = 3
 pytestmark = pytest.mark.skipif(dctcp.missing() is not None,
                                 reason="needs clang, bpftool, libbpf-dev and the kernel's BTF (setup.sh)")
 
@@ -43,8 +55,38 @@ def run(tmp_path_factory):
             stop.set()
             sampler.join()
         ranks = {h: emu.topo.hosts[h].ports[0].ip for h in emu.topo.hosts}
+        patterned = driven(emu)
     return {"registered": registered, "flows": flows, "marks": marks, "ports": ports.row, "sweep": sweep,
-            "rank_alphas": seen, "ips": ranks}
+            "rank_alphas": seen, "ips": ranks, "patterned": patterned}
+
+
+def driven(emu):
+    """{phase: [what the program kept, sampled every 20 ms]} of one flow h0 -> h3 while the port
+    facing h3 marks nothing, then every packet, then nothing, PHASE_S seconds each."""
+    facing = interface(*emu.topo.attachment(emu.topo.hosts["h3"].ports[0]))
+    table = emu.emulation.marker_maps()[facing]["config"]
+    built = ecn.settings_of(table)
+    src, dst = emu.topo.hosts["h0"].ports[0].ip, emu.topo.hosts["h3"].ports[0].ip
+    phases, stop = {}, threading.Event()
+
+    def sample():
+        for phase, settings in (("none", MARK_NONE), ("all", MARK_ALL), ("none again", MARK_NONE)):
+            ecn.configure(table, settings)
+            until = time.monotonic() + PHASE_S
+            while time.monotonic() < until and not stop.is_set():
+                kept = [v for (s, _, d, _), v in dctcp.seen().items() if (s, d) == (src, dst)]
+                phases.setdefault(phase, []).extend(kept)
+                time.sleep(0.02)
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    try:
+        emu.flows([("h0", "h3")], seconds=3 * PHASE_S + 1, congestion_control="dctcp")
+    finally:
+        stop.set()
+        sampler.join()
+        ecn.configure(table, built)
+    return phases
 
 
 def test_the_run_registers_dctcp_and_its_flows_keep_an_alpha_each(run):
@@ -65,6 +107,39 @@ def test_an_allreduce_over_dctcp_is_right_and_its_connections_run_dctcp(run):
     assert run["sweep"].wrong == 0 and len(run["sweep"]) == 1
     rank_ports = [key for key in run["rank_alphas"] if 7000 <= key[3] < 7100 or 7000 <= key[1] < 7100]
     assert rank_ports, run["rank_alphas"]                   # the ranks' sockets took DCTCP
+
+
+def updated(prior, delivered, delivered_ce):
+    """DCTCP's alpha after a window (RFC 8257, the kernel's integer arithmetic): decayed by g, plus
+    g times the fraction of the window's packets that were echoed CE."""
+    alpha = prior - (prior >> G_SHIFT or prior)
+    if delivered_ce:
+        alpha = min(alpha + (delivered_ce << (10 - G_SHIFT)) // max(1, delivered), ALPHA_ONE)
+    return alpha
+
+
+def test_alpha_moves_by_dctcp_s_gain_g_1_16_under_a_known_mark_pattern(run):
+    phases = run["patterned"]
+    updates = {p: {v["updates"]: v for v in samples if v["updates"]} for p, samples in phases.items()}
+    for phase, seen in updates.items():
+        wrong = [v for v in seen.values() if v["alpha"] != updated(v["prior_alpha"], v["delivered"], v["delivered_ce"])]
+        assert wrong == [], (phase, wrong[:3])
+    marked = list(updates["all"].values())
+    assert marked and all(v["delivered_ce"] for v in marked[1:]), marked[:3]     # every window marked
+    assert max(v["alpha"] for v in marked) >= 0.9 * ALPHA_ONE                    # alpha climbs towards 1
+    unmarked = sorted(updates["none again"].values(), key=lambda v: v["updates"])
+    assert unmarked and all(v["delivered_ce"] == 0 for v in unmarked[1:]), unmarked[:3]
+    first, last = unmarked[0], unmarked[-1]     # n windows without a mark: alpha times (15/16)^n
+    n = last["updates"] - first["updates"]
+    assert n >= 5 and abs(last["alpha"] - first["alpha"] * (1 - 1 / 16) ** n) <= n + 2, (first, last)
+
+
+def test_a_marked_window_cuts_the_window_by_alpha_over_two(run):
+    cuts = [v for v in run["patterned"]["all"] if v["cuts"]]
+    assert cuts, "no cut while every packet was marked"
+    for v in cuts:       # cwnd (1 - alpha / 2) in the kernel's integer arithmetic, at least 2 segments
+        assert v["cut_ssthresh"] == max(v["cut_cwnd"] - (v["cut_cwnd"] * v["cut_alpha"] >> 11), 2), v
+    assert any(v["cut_alpha"] >= 0.9 * ALPHA_ONE for v in cuts), cuts[-3:]      # about half, alpha near 1
 
 
 def test_nothing_is_registered_after_the_fabric(run):
