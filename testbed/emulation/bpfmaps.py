@@ -21,7 +21,7 @@ def map_fd(map_id, what):
     the error."""
     fd = _bpf(MAP_GET_FD_BY_ID, struct.pack("III", map_id, 0, 0))
     if fd < 0:
-        raise OSError(ctypes.get_errno(), f"no marker map {map_id} at {what}: {os.strerror(ctypes.get_errno())}")
+        raise OSError(ctypes.get_errno(), f"no BPF map {map_id} at {what}: {os.strerror(ctypes.get_errno())}")
     return fd
 
 
