@@ -64,10 +64,11 @@ def run(tmp_path_factory):
 
 
 def driven(emu):
-    """{phase: [what the program kept, sampled every 20 ms from SETTLE_S into the phase]} of one
-    flow h0 -> h3 while the port facing h3 marks nothing, then every packet, then nothing, PHASE_S
-    seconds each; every other switch port marks nothing throughout, so no burst on the way marks. A
-    window whose update was seen before SETTLE_S is left out."""
+    """{phase: [(connection, what the program kept), sampled every 20 ms from SETTLE_S into the
+    phase]} of one flow h0 -> h3 (iperf3's control connection and its data one) while the port
+    facing h3 marks nothing, then every packet, then nothing, PHASE_S seconds each; every other
+    switch port marks nothing throughout, so no burst on the way marks. A window whose update was
+    seen before SETTLE_S is left out."""
     facing = interface(*emu.topo.attachment(emu.topo.hosts["h3"].ports[0]))
     tables = {port: maps["config"] for port, maps in emu.emulation.marker_maps().items()}
     built = {port: ecn.settings_of(table) for port, table in tables.items()}
@@ -80,10 +81,10 @@ def driven(emu):
             start = time.monotonic()
             unsettled = set()
             while time.monotonic() < start + PHASE_S and not stop.is_set():
-                kept = [v for (s, _, d, _), v in dctcp.seen().items() if (s, d) == (src, dst)]
+                kept = [((sp, dp), v) for (s, sp, d, dp), v in dctcp.seen().items() if (s, d) == (src, dst)]
                 if time.monotonic() < start + SETTLE_S:
-                    unsettled.update(v["updates"] for v in kept)
-                phases.setdefault(phase, []).extend(v for v in kept if v["updates"] not in unsettled)
+                    unsettled.update((c, v["updates"]) for c, v in kept)
+                phases.setdefault(phase, []).extend((c, v) for c, v in kept if (c, v["updates"]) not in unsettled)
                 time.sleep(0.02)
 
     for table in tables.values():
@@ -129,27 +130,37 @@ def updated(prior, delivered, delivered_ce):
     return alpha
 
 
+def windows(run, phase):
+    """{update count: what the program kept} of the data connection (the one that updated its
+    alpha most) in a phase."""
+    by_connection = {}
+    for connection, v in run["patterned"][phase]:
+        if v["updates"]:
+            by_connection.setdefault(connection, {})[v["updates"]] = v
+    return max(by_connection.values(), key=len, default={})
+
+
 def test_alpha_moves_by_dctcp_s_gain_g_1_16_under_a_known_mark_pattern(run):
-    phases = run["patterned"]
-    updates = {p: {v["updates"]: v for v in samples if v["updates"]} for p, samples in phases.items()}
-    for phase, seen in updates.items():
-        wrong = [v for v in seen.values() if v["alpha"] != updated(v["prior_alpha"], v["delivered"], v["delivered_ce"])]
+    for phase, samples in run["patterned"].items():
+        wrong = [v for _, v in samples
+                 if v["updates"] and v["alpha"] != updated(v["prior_alpha"], v["delivered"], v["delivered_ce"])]
         assert wrong == [], (phase, wrong[:3])
-    marked = list(updates["all"].values())
+    marked = list(windows(run, "all").values())
     assert marked and all(v["delivered_ce"] for v in marked), marked[:3]         # every window marked
     assert max(v["alpha"] for v in marked) >= 0.9 * ALPHA_ONE                    # alpha climbs towards 1
-    unmarked = sorted(updates["none again"].values(), key=lambda v: v["updates"])
+    unmarked = sorted(windows(run, "none again").values(), key=lambda v: v["updates"])
     assert unmarked and all(v["delivered_ce"] == 0 for v in unmarked), [v for v in unmarked if v["delivered_ce"]][:3]
     first, last = unmarked[0], unmarked[-1]     # n windows without a mark: alpha times (15/16)^n
-    n = last["updates"] - first["updates"]
-    assert n >= 5 and abs(last["alpha"] - first["alpha"] * (1 - 1 / 16) ** n) <= n + 2, (first, last)
+    n = last["updates"] - first["updates"]      # (few: unmarked, the window grows and a round trip with it)
+    assert n >= 2 and abs(last["alpha"] - first["alpha"] * (1 - 1 / 16) ** n) <= n + 2, (first, last)
 
 
 def test_a_marked_window_cuts_the_window_by_alpha_over_two(run):
-    cuts = [v for v in run["patterned"]["all"] if v["cuts"]]
+    cuts = [v for _, v in run["patterned"]["all"] if v["cuts"]]
     assert cuts, "no cut while every packet was marked"
-    for v in cuts:       # cwnd (1 - alpha / 2) in the kernel's integer arithmetic, at least 2 segments
-        assert v["cut_ssthresh"] == max(v["cut_cwnd"] - (v["cut_cwnd"] * v["cut_alpha"] >> 11), 2), v
+    for v in cuts:       # cwnd (1 - alpha / 2) in the kernel's u32 arithmetic, at least 2 segments
+        cut = (v["cut_cwnd"] * v["cut_alpha"] & 0xFFFFFFFF) >> 11
+        assert v["cut_ssthresh"] == max(v["cut_cwnd"] - cut, 2), v
     assert any(v["cut_alpha"] >= 0.9 * ALPHA_ONE for v in cuts), cuts[-3:]      # about half, alpha near 1
 
 
