@@ -14,6 +14,7 @@ per hour and per 10 windows (with --drift, under a second job that comes and goe
 detect, and each kind's cost to busbw; with --react, what routing around a named link regains.
 """
 import random
+import sys
 from dataclasses import dataclass, field
 
 from scenarios.common import add_seed_argument, at_least, fabric, names, seed_of
@@ -31,10 +32,10 @@ from testbed.api import (
     TestbedError,
     place,
 )
-from testbed.experiments import ADDED, FOUND_KINDS, SecondJob, fault_scores, figures, loss_available
+from testbed.experiments import ADDED, FOUND_KINDS, SecondJob, fault_scores, figures, held_out, loss_available
 from testbed.experiments.claims import Claim
 from testbed.experiments.code_half import EMULATION
-from testbed.experiments.fault_trials import Trial, check_apart, held_out, job_fabric_links, ready_job, run_trial
+from testbed.experiments.fault_trials import Trial, check_apart, job_fabric_links, ready_job, run_trial
 from testbed.experiments.job_trials import run_watched
 
 NAME = "fault_localisation"
@@ -279,14 +280,16 @@ def run(plan, experiment):
     faulty = sum(t.fault is not None for t in located)
     designs = {d: tuple(run.label for run in plan.runs if run.design == d)
                for d in dict.fromkeys(run.design for run in plan.runs if run.design)}
+    shown = held_out.of_scenario(plan.seed, sys.modules[__name__])
     experiment.header(
         f"# {NAME}: {sum(run.design is None for run in plan.runs)} fabric(s), {faulty} faulty and "
         f"{len(located) - faulty} fault-free trials; design comparisons: {', '.join(designs) or 'none'} "
-        f"(seed {plan.seed}, {held_out(plan.seed)}); {plan.algorithm} allreduce of {plan.size} B on every host; "
+        f"(seed {plan.seed}, {shown}); {plan.algorithm} allreduce of {plan.size} B on every host; "
         f"{plan.before:g} s before each fault, {plan.fault_for:g} s of fault, hangs {HANG_LEAST:g}-{plan.hang_for:g} s,"
         + " links slowed to {:g}-{:g} of their rate, ranks to {:g}-{:g} of their CPU".format(*SLOW_LINK_RATE,
                                                                                           *SLOW_RANK_SHARE))
-    experiment.about.update(seed=plan.seed, runs=[f"{r.label} {r.topo.name}" for r in plan.runs])
+    experiment.about.update(seed=plan.seed, held_out=shown.held_out,
+                            runs=[f"{r.label} {r.topo.name}" for r in plan.runs])
     for k, run in enumerate(plan.runs):
         experiment.say(f"\n## {run.design + ': ' + run.label + ', ' if run.design else ''}{run.topo.describe()}, "
                        f"{run.routing} routing" + (", a straggler: rank {} at {:g} of its CPU from the job's start"

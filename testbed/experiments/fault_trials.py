@@ -17,7 +17,7 @@ from testbed.emulation.cpu import process_seconds
 from testbed.emulation.events import Timeline
 from testbed.errors import TestbedError
 from testbed.experiments.fingerprint import ADDED
-from testbed.fidelity.diagnosis import TUNED_ON_SEEDS, Finding
+from testbed.fidelity.diagnosis import Finding
 from testbed.probes.flows import measure_flows
 from testbed.routing.hashing import Placer
 
@@ -36,13 +36,6 @@ class Trial:        # fault: api.Fault, or None (fault-free); share_of_use: a sl
     share_of_use: float = 0.0
     drift: float = 0.0     # seconds fault-free with a second job's traffic starting and stopping
     also: object = field(default=None, metadata={ADDED: "--two-at-once"})   # a second fault, at the same time
-
-
-def held_out(seed):
-    """Whether a run's draws (its seed) are held out from those the detector was set on, in words."""
-    tuned = ", ".join(map(str, TUNED_ON_SEEDS))
-    return ("NOT held out: the detector's thresholds were set on this seed's run" if seed in TUNED_ON_SEEDS else
-            f"held out: the detector's thresholds were set on other draws (seeds {tuned})")
 
 
 def job_links(watch):

