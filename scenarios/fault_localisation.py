@@ -39,6 +39,7 @@ from testbed.experiments.fault_trials import Trial, check_apart, job_fabric_link
 from testbed.experiments.job_trials import run_watched
 
 NAME = "fault_localisation"
+HELD_OUT = True    # its method is tuned on runs: a run and its page block say whether its seed is held out
 HELP = "random faults (slow or cut links, switches and NIC ports down, slow or hung ranks) located and scored"
 FABRICS = ("bigraph:2,8", "leafspine:4,4,4", "hpn7:2,2,2,2")
 KINDS = ("slow-link", "link-down", "flap", "switch-down", "port-down", "slow-rank", "hang-rank")

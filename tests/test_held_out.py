@@ -6,8 +6,9 @@ from testbed.experiments import code_half, held_out
 FAULTS = SCENARIOS["fault_localisation"]
 
 
-def kept(seed, code, path="docs/records/fault_localisation/x.json"):
-    return {"seed": seed, "commit": "abcdef0123", "path": path, "fingerprint": {"plan": "p", "code": code}}
+def kept(seed, code, path="docs/records/fault_localisation/x.json", started="2026-12-01T10:00:00"):
+    return {"seed": seed, "commit": "abcdef0123", "path": path, "started": started,
+            "fingerprint": {"plan": "p", "code": code}}
 
 
 def test_a_seed_run_with_other_method_code_is_not_held_out():
@@ -46,3 +47,12 @@ def test_the_kept_records_decide_it():
     assert tuned_on and not held_out.of(730353, FAULTS, records).held_out
     fresh = max(r["seed"] for r in records) + 1
     assert held_out.of(fresh, FAULTS, records).held_out
+
+
+def test_a_kept_run_is_judged_as_it_stood_when_it_started():
+    now = code_half.of(FAULTS)
+    first = kept(1234, dict(now, **{"testbed/fidelity/diagnosis.py": "a"}), "first.json", "2026-12-01T10:00:00")
+    again = kept(1234, now, "again.json", "2026-12-02T10:00:00")
+    assert held_out.of_record(first, FAULTS, [first, again]).held_out        # nothing before it
+    shown = held_out.of_record(again, FAULTS, [first, again])                # the detector changed since first
+    assert not shown.held_out and "first.json" in shown.why

@@ -38,27 +38,35 @@ def smoke_seed(module):
     return int(smoke[smoke.index("--seed") + 1]) if "--seed" in smoke else None
 
 
-def of(seed, module, records):
-    """HeldOut of a run's seed, from the scenario's kept records (``record.history``) and this tree."""
+def of(seed, module, records, code=None):
+    """HeldOut of a run's seed, from the scenario's kept records (``record.history``) made before
+    the run and the method's code it ran (code: its code half; default this tree's)."""
     if seed == smoke_seed(module):
         return HeldOut(seed, False, f"seed {seed} is the smoke run's, which the suite runs at every change")
     files = method_files(module)
-    now = code_half.of(module)
+    now = code or code_half.of(module)
     ran = [r for r in records if r.get("seed") == seed]
     earlier = [r for r in ran
-               if any(r["fingerprint"].get("code", {}).get(path) != now[path] for path in files)]
+               if any(r["fingerprint"].get("code", {}).get(path) != now.get(path) for path in files)]
     if earlier:
         first = earlier[0]
         return HeldOut(seed, False, f"{first['path']} (commit {first['commit'][:7]}) ran seed {seed} with other "
-                                    f"code than this ({len(earlier)} kept run(s) in all): the method changed after "
+                                    f"method code ({len(earlier)} kept run(s) in all): the method changed after "
                                     "it could see them")
     if ran:
-        return HeldOut(seed, True, f"the {len(ran)} kept run(s) of seed {seed} all ran this very method code "
-                                   f"({len(files)} files): none could have shaped it")
-    return HeldOut(seed, True, f"none of the scenario's {len(records)} kept runs has seed {seed}, nor does its smoke: "
-                               f"the method ({len(files)} files) has never been shown these draws")
+        return HeldOut(seed, True, f"the {len(ran)} kept run(s) of seed {seed} before it all ran this very method "
+                                   f"code ({len(files)} files): none could have shaped it")
+    return HeldOut(seed, True, f"none of the scenario's {len(records)} kept runs before it has seed {seed}, nor "
+                               f"does its smoke: the method ({len(files)} files) had never been shown these draws")
 
 
 def of_scenario(seed, module):
-    """HeldOut of a seed for a scenario (its module), read from its kept records."""
+    """HeldOut of a seed for a run about to start, read from the scenario's kept records."""
     return of(seed, module, record.history(module.NAME, {module.NAME: module}))
+
+
+def of_record(kept, module, records):
+    """HeldOut of a kept run's seed as it stood when the run started: from the records kept before
+    it and the code half it ran."""
+    before = [r for r in records if r["started"] < kept["started"]]
+    return of(kept.get("seed"), module, before, code=kept["fingerprint"].get("code", {}))

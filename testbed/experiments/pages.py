@@ -27,7 +27,7 @@ import re
 import shlex
 
 from testbed.errors import TestbedError
-from testbed.experiments import calibrations, code_half
+from testbed.experiments import calibrations, code_half, held_out
 from testbed.experiments import record as records
 from testbed.experiments.claims import check_claims
 from testbed.experiments.fingerprint import changed, of_run
@@ -139,14 +139,15 @@ def verdict_lines(checked):
     return [f"- {c['claim']}: **{c['verdict']}** ({c['said']})" for c in checked]
 
 
-def body(record, runs, claims=()):
+def body(record, runs, claims=(), held=None):
     """A block's text from its record; runs: every kept record of the same command, oldest first;
     claims: the scenario's at HEAD, which judge the record's figures beside its own verdicts only
-    where they judge otherwise."""
+    where they judge otherwise; held: whether its seed was held out from the scenario's method."""
     status = "" if record["status"] == "complete" else f" It ended {record['status']}."
     lines = [f"Measured with `sudo python3 {record['command']}` on {record['started'][:16].replace('T', ' ')}, "
              f"commit {commit_of(record)}, in {duration(record['seconds'])} ({machine_of(record)}); machine class: "
              f"{machine_class(record)}; plan {record['fingerprint']['hash'][:7]}; record `{record['path']}`.{status}",
+             *(["", f"Seed {record.get('seed')}, from the records kept before this run: {held}."] if held else []),
              "", *output_lines(record), ""]
     kept = record.get("claims") or []
     if kept:
@@ -164,6 +165,15 @@ def body(record, runs, claims=()):
         lines.append(f"| {run['started'][:16].replace('T', ' ')}{mark} | {commit_of(run)} | "
                      f"{run['fingerprint']['hash'][:7]} | {duration(run['seconds'])} | {headline_text(run)} |")
     return "\n".join(lines) + "\n"
+
+
+def block_body(record, runs, scenarios):
+    """``body`` with the scenario's claims at HEAD and, where its method is tuned on runs
+    (``HELD_OUT``), whether the record's seed was held out from it."""
+    module = scenarios[record["scenario"]]
+    held = held_out.of_record(record, module, records.history(module.NAME, scenarios)) \
+        if getattr(module, "HELD_OUT", False) else None
+    return body(record, runs, getattr(module, "CLAIMS", ()), held)
 
 
 def shown_verdicts(block):
@@ -326,7 +336,7 @@ def refresh(scenarios, parser, names=None):
             classes.append(machine_class(newest))
             out += [text[at:match.start()], f"<!-- measured: {newest['path']} -->\n",
                     banner(parts, why) if parts else "", older_banner(older) if older else "",
-                    body(newest, runs, getattr(scenarios[name], "CLAIMS", ())), "<!-- /measured -->"]
+                    block_body(newest, runs, scenarios), "<!-- /measured -->"]
             at = match.end()
         out.append(text[at:])
         page.write_text(with_figures(with_classes_note("".join(out), classes), scenarios, named(page), kept))
@@ -369,7 +379,7 @@ def mismatches(scenarios):
             runs = [r for r in same if r["started"] <= rec["started"]]
             if rec["scenario"] != name:
                 found.append((named(page), path, f"a record of {rec['scenario']}"))
-            elif without_banner(match.group(2)) != body(rec, runs, getattr(scenarios[name], "CLAIMS", ())):
+            elif without_banner(match.group(2)) != block_body(rec, runs, scenarios):
                 found.append((named(page), path, "the block is not what the record gives"))
         if with_classes_note(text, classes) != text:
             found.append((named(page), "-", "its note on machine classes is not what its blocks' records give"))
