@@ -99,13 +99,20 @@ def machine_class(record):
 
 
 def output_lines(record):
-    """The run's output as the page shows it: header, fabric checks, rows (the first
-    MAX_ROW_LINES), summary."""
+    """The run's output as the page shows it: header, rows (the first MAX_ROW_LINES) and summary,
+    with its fabric checks (each with its emulator verdict) folded under a summary line."""
     out = record["output"]
     rows = out.get("rows", [])
     shown = rows[:MAX_ROW_LINES] + ([f"({len(rows) - MAX_ROW_LINES} more rows in the record)"]
                                     if len(rows) > MAX_ROW_LINES else [])
-    lines = out.get("header", []) + out.get("checks", []) + shown + out.get("summary", [])
+    checks = out.get("checks", [])
+    folded = ["<details><summary>The fabric checks before the run, each saying whether the emulator was the "
+              f"bottleneck ({len(checks)} lines)</summary>", "", *code(checks), "", "</details>", ""] if checks else []
+    header = code(out.get("header", []))
+    return [*header, *([""] if header and folded else []), *folded, *code(shown + out.get("summary", []))]
+
+
+def code(lines):
     return ["    " + line if line.strip() else "" for line in lines]
 
 
