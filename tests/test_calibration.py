@@ -140,6 +140,28 @@ def test_a_rung_that_fails_once_takes_a_third_try(monkeypatch):
     assert measured.count(960) == 3
 
 
+def test_a_fabric_that_fails_to_build_is_built_once_more_and_twice_is_an_error(monkeypatch):
+    from testbed.fidelity import calibrate
+    measured = fake_machine(monkeypatch, 1280)
+    healthy, failures = calibrate.measure, []
+
+    def failing_first(topo, mtu, cpu, duration):
+        if len(failures) < 1:
+            failures.append(topo.rate)
+            raise TestbedError("switches tb1 did not get their flows within 60 s")
+        return healthy(topo, mtu, cpu, duration)
+    monkeypatch.setattr(calibrate, "measure", failing_first)
+    said = []
+    assert calibrate.search(9000, "none", said.append)[0] == 1280
+    assert len(failures) == 1 and any("failed to build" in line for line in said) and measured
+
+    def never(topo, mtu, cpu, duration):
+        raise TestbedError("switches tb1 did not get their flows within 60 s")
+    monkeypatch.setattr(calibrate, "measure", never)
+    with pytest.raises(TestbedError, match="did not get their flows"):
+        calibrate.search(9000, "none", lambda line: None)
+
+
 def test_a_run_measures_only_the_figure_it_lacks(calibrated, monkeypatch):
     from testbed.fidelity import calibrate
     capacity.store({(9000, "none"): 960}, rows=[])
