@@ -14,7 +14,8 @@ if [ "$(id -u)" -ne 0 ]; then
   exit 1
 fi
 
-DEBS="mininet openvswitch-switch libtcmalloc-minimal4 iperf3 libiperf0 ethtool iproute2 iputils-ping tcpdump socat nftables python3-venv python3-wheel python3-yaml"
+# git: a run's record names the commit it ran (a Vagrant box has no git: records said commit null)
+DEBS="mininet openvswitch-switch libtcmalloc-minimal4 iperf3 libiperf0 ethtool iproute2 iputils-ping tcpdump socat nftables python3-venv python3-wheel python3-yaml git"
 # --ecn's marker (testbed/emulation/ecn.py): compiled with clang, loaded with tc. A distribution
 # without one of them (Ubuntu ships bpftool in linux-tools) leaves --ecn refused in one line.
 ECN_DEBS="clang libbpf-dev bpftool"
