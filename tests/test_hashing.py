@@ -131,3 +131,28 @@ def test_captured_paths_are_matched_to_their_connections_and_checked_against_the
     paths = predict.captured_paths(topo, conns, captured)
     assert set(paths) == set(conns[1:])                       # conns[0] never seen: left out
     assert predict.paths_as_placed(placer, paths) == len(conns) - 2
+
+
+def test_a_capture_is_read_as_its_packets_headers_say(tmp_path):
+    """read_packets unpacks Ethernet, IPv4 and TCP headers itself (scapy dissecting each packet took
+    9 s a trial): each TCP packet's time, 5-tuple, bytes on the wire and whether it carries data, as
+    scapy's layers read them; ARP, UDP and other link types are not TCP packets."""
+    from scapy.layers.inet import IP, TCP, UDP, IPOption_NOP
+    from scapy.layers.l2 import ARP, Ether
+    from scapy.utils import wrpcap
+
+    from testbed.probes.collisions import read_packets
+    data = Ether() / IP(src="10.0.0.1", dst="10.0.0.2") / TCP(sport=7001, dport=40000, options=[("NOP", None)] * 4) \
+        / (b"x" * 1000)
+    ack = Ether() / IP(src="10.0.0.2", dst="10.0.0.1", options=[IPOption_NOP()] * 4) / TCP(sport=40000, dport=7001,
+                                                                                    flags="A")
+    frames = [data, ack, Ether() / ARP(), Ether() / IP() / UDP() / b"u"]
+    for t, frame in enumerate(frames):
+        frame.time = 100 + t / 4
+    wrpcap(str(tmp_path / "c.pcap"), frames)
+    assert read_packets(tmp_path / "c.pcap") == [
+        (100.0, ("10.0.0.1", 7001, "10.0.0.2", 40000), len(data), True),
+        (100.25, ("10.0.0.2", 40000, "10.0.0.1", 7001), len(ack), False)]
+    wrpcap(str(tmp_path / "raw.pcap"), [IP() / TCP()])        # link type raw IP, not Ethernet
+    with pytest.raises(TestbedError, match="not Ethernet"):
+        read_packets(tmp_path / "raw.pcap")
