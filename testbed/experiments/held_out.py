@@ -44,7 +44,7 @@ def of(seed, module, records, code=None):
     if seed == smoke_seed(module):
         return HeldOut(seed, False, f"seed {seed} is the smoke run's, which the suite runs at every change")
     files = method_files(module)
-    now = code or code_half.of(module)
+    now = code if code is not None else code_half.of(module)
     ran = [r for r in records if r.get("seed") == seed]
     earlier = [r for r in ran
                if any(r["fingerprint"].get("code", {}).get(path) != now.get(path) for path in files)]
