@@ -174,12 +174,13 @@ def body(record, runs, claims=(), held=None):
     return "\n".join(lines) + "\n"
 
 
-def block_body(record, runs, scenarios):
+def block_body(record, runs, scenarios, kept):
     """``body`` with the scenario's claims at HEAD and, where its method is tuned on runs
-    (``HELD_OUT``), whether the record's seed was held out from it."""
+    (``HELD_OUT``), whether the record's seed was held out from it; kept: ``by_command``."""
     module = scenarios[record["scenario"]]
-    held = held_out.of_record(record, module, records.history(module.NAME, scenarios)) \
-        if getattr(module, "HELD_OUT", False) else None
+    everyone = sorted((r for (name, _, _), same in kept.items() if name == module.NAME for r in same),
+                      key=lambda r: r["started"])
+    held = held_out.of_record(record, module, everyone) if getattr(module, "HELD_OUT", False) else None
     return body(record, runs, getattr(module, "CLAIMS", ()), held)
 
 
@@ -343,7 +344,7 @@ def refresh(scenarios, parser, names=None):
             classes.append(machine_class(newest))
             out += [text[at:match.start()], f"<!-- measured: {newest['path']} -->\n",
                     banner(parts, why) if parts else "", older_banner(older) if older else "",
-                    block_body(newest, runs, scenarios), "<!-- /measured -->"]
+                    block_body(newest, runs, scenarios, kept), "<!-- /measured -->"]
             at = match.end()
         out.append(text[at:])
         page.write_text(with_figures(with_classes_note("".join(out), classes), scenarios, named(page), kept))
@@ -386,7 +387,7 @@ def mismatches(scenarios):
             runs = [r for r in same if r["started"] <= rec["started"]]
             if rec["scenario"] != name:
                 found.append((named(page), path, f"a record of {rec['scenario']}"))
-            elif without_banner(match.group(2)) != block_body(rec, runs, scenarios):
+            elif without_banner(match.group(2)) != block_body(rec, runs, scenarios, kept):
                 found.append((named(page), path, "the block is not what the record gives"))
         if with_classes_note(text, classes) != text:
             found.append((named(page), "-", "its note on machine classes is not what its blocks' records give"))
