@@ -43,9 +43,13 @@ fi
 mkdir -p "$BOX_DIR"
 MNT=$BOX_DIR/mnt
 WORK=$BOX_DIR/project
+STARTED=()          # the libvirt daemons this script started, stopped by their pid files at exit
 cleanup() {
   mountpoint -q "$MNT" && umount "$MNT" || true
   if [ -f "$WORK/Vagrantfile" ]; then (cd "$WORK" && vagrant destroy -f >/dev/null 2>&1) || true; fi
+  for daemon in "${STARTED[@]}"; do
+    [ -f "/run/$daemon.pid" ] && kill "$(cat "/run/$daemon.pid")" 2>/dev/null || true
+  done
 }
 trap cleanup EXIT
 trap 'exit 130' INT
@@ -54,8 +58,8 @@ trap 'exit 143' TERM
 # libvirt's daemons: systemd starts them on a normal machine; started here where nothing does.
 if ! virsh -c qemu:///system version >/dev/null 2>&1; then
   echo "== starting libvirtd and virtlogd"
-  pgrep -x virtlogd >/dev/null || virtlogd -d
-  libvirtd -d
+  if ! pgrep -x virtlogd >/dev/null; then virtlogd -d && STARTED+=(virtlogd); fi
+  libvirtd -d && STARTED=(libvirtd "${STARTED[@]}")
   for _ in $(seq 30); do virsh -c qemu:///system version >/dev/null 2>&1 && break; sleep 1; done
 fi
 
