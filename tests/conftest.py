@@ -1,6 +1,7 @@
-"""Tests without root see no machine calibration: their rate checks use the conservative figures,
-whatever this machine measured (emulation tests use the machine's own); and every test starts with
-the signal dispositions the one before it started with."""
+"""Tests without root (outside tests/emulation, not marked emulation) see no machine calibration:
+their rate checks use the conservative figures, whatever this machine measured (emulation tests use
+the machine's own); and every test starts with the signal dispositions the one before it started
+with."""
 import signal
 
 import pytest
@@ -8,7 +9,7 @@ import pytest
 
 @pytest.fixture(autouse=True)
 def uncalibrated(request, monkeypatch, tmp_path_factory):
-    if "tests/emulation" not in str(request.node.fspath):
+    if "tests/emulation" not in str(request.node.fspath) and not request.node.get_closest_marker("emulation"):
         monkeypatch.setenv("AI_TESTBED_CALIBRATION", str(tmp_path_factory.getbasetemp() / "no-calibration.json"))
 
 
