@@ -94,6 +94,16 @@ def delete_bridges(names):
         vsctl(*args)
 
 
+def forget_datapath_flows(control=None):
+    """Delete every flow the datapath has cached; the OpenFlow tables stay, so each flow's next
+    packet is looked up again as on a fresh fabric. control: the unixctl socket of a slot's
+    ovs-vswitchd (default: the machine's)."""
+    appctl = ["ovs-appctl", *(["-t", str(control)] if control else [])]
+    datapaths = subprocess.run([*appctl, "dpctl/dump-dps"], capture_output=True, text=True, timeout=10).stdout
+    for datapath in datapaths.split():
+        subprocess.run([*appctl, "dpctl/del-flows", datapath], capture_output=True, text=True, timeout=10)
+
+
 def flow_count(bridge, targets=None):
     found = re.search(r"flow_count=(\d+)", ofctl("dump-aggregate", (targets or {}).get(bridge, bridge)).stdout)
     return int(found.group(1)) if found else -1

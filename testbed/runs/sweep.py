@@ -100,6 +100,8 @@ def run_sweep(emu, placed, size_list, warmup, iters, progress=print, eager_limit
     link_bytes = emu.topo.bytes_per_s
     progress(tables.header())
     for name, (schedule, hosts) in placed.items():
+        if rows:
+            emu.forget_flows()          # each variant starts with the datapath as the first found it
         choices = schedule.choices if isinstance(schedule, BySize) else {name: schedule}
         if len(choices) > 1 and not idle_step_us:
             raise TestbedError("auto chooses by the model of this fabric's step latency: sweep with the model on")

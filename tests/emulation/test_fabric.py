@@ -38,6 +38,18 @@ def test_parallel_flows_get_link_rate(bigraph):
     assert min(f["ratio"] for f in flows) >= 0.85, (flows, cpu)
 
 
+def test_forgetting_flows_empties_the_datapath_s_cache_and_keeps_the_routes(bigraph):
+    """A sweep empties the cache between variants, so each starts as the first did (runs.sweep)."""
+    def cached():
+        return subprocess.run(["ovs-appctl", "dpctl/dump-flows"], capture_output=True, text=True).stdout.count("\n")
+    reachability(bigraph)
+    assert cached() > 0
+    bigraph.forget_flows()
+    assert cached() == 0
+    answered, failures = reachability(bigraph)
+    assert failures == [] and cached() > 0
+
+
 def test_flows_sharing_a_switch_link_share_its_rate(bigraph):
     """h0 -> h8 and h1 -> h9 both cross U0 -> L0: the switch-to-switch link is shaped too
     (OVS deletes a port's qdisc when it adds the port, so shaping must come after)."""
