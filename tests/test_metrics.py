@@ -8,7 +8,7 @@ from testbed.collectives.placements import on_shared_nics, place
 from testbed.collectives.training import compute_seconds, linear_ratio
 from testbed.emulation.capacity import largest_faithful_ranks
 from testbed.fidelity import predict
-from testbed.fidelity.verdict import flag, judge
+from testbed.fidelity.verdict import describe_all, flag, judge
 from testbed.routing import plan
 from testbed.routing.hashing import Draw, Placer
 from testbed.runs.sweep import modelled
@@ -145,6 +145,21 @@ def test_a_slow_row_with_switch_drops_and_a_free_cpu_is_congestion(drops, satura
     assert verdict["congestion"] == congestion and verdict["emulator_bottleneck"] == (not congestion)
     assert flag(verdict) == ("LOSS" if congestion else "BOTTLENECK")
     assert not judge({"time_us": 1050}, cpu, (1e-3, False), drops)["congestion"]   # within the slack
+
+
+@pytest.mark.parametrize("ratio,busiest,latency_bound,strained", [
+    (1.08, 1.0, False, True),       # 0.93 of the model on a saturated core: HDRM's 0.90 of the link
+    (1.08, 0.8, False, False),      # the same shortfall with a core to spare: link-bound, ok
+    (1.03, 1.0, False, False),      # within 0.95 of the model: ok whatever the core
+    (1.3, 1.0, True, False),        # latency-bound rows have their own slack
+    (1.2, 1.0, False, False)])      # past the slack: the emulator's, not strained
+def test_a_row_a_little_short_of_its_model_on_a_saturated_core_is_strained(ratio, busiest, latency_bound, strained):
+    cpu = {"emulator_bottleneck": False, "ovs_vswitchd_cores": 1.0, "machine_busy": 0.6, "busiest_core": busiest}
+    verdict = judge({"time_us": ratio * 1000}, cpu, (1e-3, latency_bound))
+    assert verdict["strained"] == strained
+    assert flag(verdict) == ("STRAINED" if strained else "BOTTLENECK" if ratio >= 1.2 and not latency_bound else "ok")
+    said = describe_all([dict(verdict, algorithm="hdrm")], lambda r: r["algorithm"])
+    assert ("perhaps the emulator's, in hdrm" in said) == strained
 
 
 def test_training_metrics():

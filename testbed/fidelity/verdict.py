@@ -16,22 +16,32 @@ A fabric split into slots (emulation.slots) is judged per slot too: each slot's 
 core it ran on last and that core's load and softirq, so a row names the slot whose daemon sat on
 the busiest core. Slots on one machine share its cores, so the machine's rule is every slot's rule.
 The counters are ``emulation.cpu``'s.
-"""
 
+Between the two, a bandwidth-bound row a little short of its model (under 0.95 of its rate, within
+the slack) while the busiest core was saturated is STRAINED: the emulator may have cost it (HDRM
+at 1 MiB read 0.90 of the link in such a row where other runs read 0.98), so it is not called ok,
+but a full core alone does not make it the emulator's (faithful runs saturate one too), and a
+claim read from it is still judged.
+"""
+from testbed.emulation.cpu import CORE_SATURATED
 
 LATENCY_SLACK = 1.5       # a latency-bound result up to this many times the model is latency, measured
 BANDWIDTH_SLACK = 1 / 0.9  # a bandwidth-bound one within 0.9 of the model's rate is link-bound
+STRAINED_SLACK = 1 / 0.95  # past this, with the busiest core saturated, it is STRAINED
 
 
 def flag(result):
     """The verdict as a table column: ABOVE-LINK for a result faster than the link allows (an idle
     shaped link lets a burst through at once), LOSS for one slower than the model where the switch
-    queues dropped packets (judge), BOTTLENECK when the emulator was the limit."""
+    queues dropped packets (judge), BOTTLENECK when the emulator was the limit, STRAINED when it
+    may have been (a little short of the model on a saturated core)."""
     if result.get("above_link"):
         return "ABOVE-LINK"
     if result.get("congestion"):
         return "LOSS"
-    return "BOTTLENECK" if result["emulator_bottleneck"] else "ok"
+    if result["emulator_bottleneck"]:
+        return "BOTTLENECK"
+    return "STRAINED" if result.get("strained") else "ok"
 
 
 def describe(result):
@@ -79,6 +89,10 @@ def describe_all(results, label):
                 "the emulator's own delay")
     else:
         said = f"emulator was not the bottleneck ({_peak(results)})"
+    strained = [label(r) for r in results if r.get("strained")]
+    if strained:
+        said += (f"; short of the model by 5-10% while the busiest core was saturated, so perhaps the emulator's, "
+                 f"in {', '.join(strained)}")
     if above:
         said += (f"; busbw above the link rate, which no faithful link allows, in {', '.join(above)}: an idle "
                  "shaped link passed a burst at once")
@@ -101,6 +115,9 @@ def judge(row, cpu, model, drops=0):
     ratio = row["time_us"] / expected
     slack = LATENCY_SLACK if latency_bound else BANDWIDTH_SLACK
     congestion = ratio > slack and drops > 0 and not saturated
+    bottleneck = ratio > slack and not congestion
+    strained = (not latency_bound and not bottleneck and not congestion and ratio > STRAINED_SLACK
+                and cpu.get("busiest_core", 0.0) >= CORE_SATURATED)
     return dict(cpu, cpu_saturated=saturated, model_us=round(expected, 1), time_over_model=round(ratio, 2),
-                latency_bound=latency_bound, queue_drops=drops, congestion=congestion,
-                emulator_bottleneck=ratio > slack and not congestion)
+                latency_bound=latency_bound, queue_drops=drops, congestion=congestion, strained=strained,
+                emulator_bottleneck=bottleneck)
