@@ -35,34 +35,31 @@ def short_form(argv):
     """The command's options, the smoke's where it gives none, counts capped at the smoke's; on the
     command's own fabric at its default rate (fitted to the machine, as a student's run is) where
     the smoke's fabric cannot hold its options (a fan-in above its hosts)."""
-    smoke = list(SCENARIOS[argv[0]].SMOKE)
+    smoke = options(SCENARIOS[argv[0]].SMOKE)
     out = with_smoke(argv, smoke)
     if "--topology" in smoke and "--topology" not in argv and not accepted(out):
-        out = with_smoke(argv, without(smoke, "--topology", "--rate"))
+        out = with_smoke(argv, {n: v for n, v in smoke.items() if n not in ("--topology", "--rate")})
     return out
 
 
-def without(options, *names):
-    out, k = [], 0
-    while k < len(options):
-        width = 2 if k + 1 < len(options) and not options[k + 1].startswith("--") else 1
-        if options[k] not in names:
-            out += options[k:k + width]
-        k += width
+def options(words):
+    """{--name: its value, or None for a flag}, in order."""
+    out, k = {}, 0
+    while k < len(words):
+        value = words[k + 1] if k + 1 < len(words) and not words[k + 1].startswith("--") else None
+        out[words[k]] = value
+        k += 2 if value is not None else 1
     return out
 
 
 def with_smoke(argv, smoke):
-    out, given, k = list(argv), {a for a in argv if a.startswith("--")}, 0
-    while k < len(smoke):
-        name = smoke[k]
-        value = smoke[k + 1] if k + 1 < len(smoke) and not smoke[k + 1].startswith("--") else None
+    out, given = list(argv), {a for a in argv if a.startswith("--")}
+    for name, value in smoke.items():
         if name not in given:
             out += [name] + ([value] if value is not None else [])
         elif name in COUNTS and value is not None:
             at = out.index(name) + 1
             out[at] = str(min(int(out[at]), int(value)))
-        k += 2 if value is not None else 1
     return out
 
 

@@ -116,7 +116,7 @@ def judge(row, cpu, model, drops=0):
     slack = LATENCY_SLACK if latency_bound else BANDWIDTH_SLACK
     congestion = ratio > slack and drops > 0 and not saturated
     bottleneck = ratio > slack and not congestion
-    strained = (not latency_bound and not bottleneck and not congestion and ratio > STRAINED_SLACK
+    strained = (not latency_bound and STRAINED_SLACK < ratio <= slack
                 and cpu.get("busiest_core", 0.0) >= CORE_SATURATED)
     return dict(cpu, cpu_saturated=saturated, model_us=round(expected, 1), time_over_model=round(ratio, 2),
                 latency_bound=latency_bound, queue_drops=drops, congestion=congestion, strained=strained,
