@@ -357,6 +357,10 @@ class MachineEmulation:
     def switch_drops(self):
         return sum(c.call("switch_drops") for c in self.channels.values())
 
+    def forget_flows(self):
+        for channel in self.channels.values():
+            channel.call("forget_flows")
+
     def underlay_errors(self):
         out = {}
         for channel in self.channels.values():

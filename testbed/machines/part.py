@@ -109,6 +109,9 @@ class Part:
     def set_link(self, index, up):
         self.emu.set_link(self.topo.links[index], up)
 
+    def forget_flows(self):
+        self.emu.forget_flows()
+
     def counters(self, nic):
         return self.emu.counters(nic)
 
