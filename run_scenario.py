@@ -53,7 +53,7 @@ class Parser(argparse.ArgumentParser):
 
 
 def parser():
-    top = Parser(description=__doc__.split(":")[0] + f" (default: {DEFAULT}).")
+    top = Parser(prog="run_scenario.py", description=__doc__.split(":")[0] + f" (default: {DEFAULT}).")
     top.add_argument("--list", action="store_true", help="list the scenarios")
     top.add_argument("--cleanup", action="store_true",
                      help="remove what crashed runs left (only objects this testbed created)")

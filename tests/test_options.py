@@ -1,5 +1,8 @@
 """Bad input is refused before anything is built, in one line naming the fix."""
+import contextlib
+import io
 import os
+import signal
 import subprocess
 import sys
 
@@ -10,6 +13,7 @@ from scenarios import SCENARIOS
 from testbed.emulation import capacity, preflight
 from testbed.emulation.processes import PROJECT
 from testbed.emulation.settings import RunSettings
+from testbed import interrupts
 from testbed.errors import TestbedError
 from testbed.topology import BiGraph
 
@@ -42,8 +46,31 @@ def test_messages_are_one_line():
         assert "\n" not in str(err.value)
 
 
-def refused(args, tmp_path, as_user=None):
-    """Run run_scenario.py with args; it must refuse in one line, exit 2, and write nothing."""
+def refused(args, tmp_path):
+    """Run run_scenario.py's main with args in this process (a process per case cost 1.5 s of
+    imports, 3 of the fast part's 5 minutes): it must refuse in one line, exit 2, and write
+    nothing. test_the_command_refuses_as_main_does checks that the command itself does the same."""
+    folder = tmp_path / "results"
+    argv = [*args, *([] if "--results" in args else ["--results", str(folder)])]
+    out, err = (io.TextIOWrapper(io.BytesIO(), write_through=True) for _ in range(2))
+    handlers = {sig: signal.getsignal(sig) for sig in interrupts.SIGNALS}    # main leaves them ignored
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = run_scenario.main(argv)
+    except SystemExit as e:             # argparse's own refusals
+        code = e.code
+    finally:
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+    said, told = (stream.buffer.getvalue().decode() for stream in (out, err))
+    assert code == 2, (code, said, told)
+    assert said == "" and told.startswith("error: ") and told.count("\n") == 1, told
+    assert not folder.exists()
+    return told
+
+
+def refused_by_the_command(args, tmp_path, as_user=None):
+    """The same as refused, through `python3 run_scenario.py` in its own process."""
     folder = tmp_path / "results"
     command = [sys.executable, "run_scenario.py", *args]
     if "--results" not in args:
@@ -207,6 +234,14 @@ def test_bad_option_is_refused_in_one_line_before_anything_is_built(args, messag
     assert message in refused(args, tmp_path)
 
 
+@pytest.mark.parametrize("args", [["--rate", "nan"], ["--algorithms"], ["incast", "--fanin", "40"],
+                                  ["nonesuch"]], ids=" ".join)
+def test_the_command_refuses_as_main_does(args, tmp_path):
+    """What main says in this process is what the command prints and exits with: an argparse
+    refusal, a scenario's, an unknown scenario."""
+    assert refused_by_the_command(args, tmp_path) == refused(args, tmp_path)
+
+
 as_root = pytest.mark.skipif(os.geteuid() != 0, reason="checked after the root check: needs root")
 
 
@@ -221,7 +256,7 @@ def test_unusable_results_folder_is_refused(results, message, tmp_path):
 
 @as_root
 def test_a_user_who_is_not_root_is_told_to_use_sudo(tmp_path):
-    assert "needs root: run it with sudo" in refused(["fabric_check"], tmp_path, as_user=65534)
+    assert "needs root: run it with sudo" in refused_by_the_command(["fabric_check"], tmp_path, as_user=65534)
 
 
 def test_any_python3_runs_the_scenarios_through_the_projects_venv(tmp_path):
