@@ -10,10 +10,10 @@ import pytest
 
 import run_scenario
 from scenarios import SCENARIOS
+from testbed import interrupts
 from testbed.emulation import capacity, preflight
 from testbed.emulation.processes import PROJECT
 from testbed.emulation.settings import RunSettings
-from testbed import interrupts
 from testbed.errors import TestbedError
 from testbed.topology import BiGraph
 
