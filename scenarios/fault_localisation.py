@@ -32,7 +32,16 @@ from testbed.api import (
     TestbedError,
     place,
 )
-from testbed.experiments import ADDED, FOUND_KINDS, SecondJob, fault_scores, figures, held_out, loss_available
+from testbed.experiments import (
+    ADDED,
+    FOUND_KINDS,
+    SecondJob,
+    fault_labels,
+    fault_scores,
+    figures,
+    held_out,
+    loss_available,
+)
 from testbed.experiments.claims import Claim
 from testbed.experiments.code_half import EMULATION
 from testbed.experiments.fault_trials import Trial, check_apart, job_fabric_links, ready_job, run_trial
@@ -60,7 +69,7 @@ CLAIMS = (Claim("the detector names most strong faults, kind and place", "locate
 SMOKE = ("--topology", "bigraph:2,8", "--trials", "4", "--fault-free", "1", "--seed", "97",
          "--kinds", "slow-link,link-down,slow-rank,hang-rank", "--designs", "none", "--before", "2", "--fault-for", "3")
 # the code that measures, judges and scores this scenario's runs: the code half of its records
-CODE = (*EMULATION, "testbed/fidelity/diagnosis.py", "testbed/fidelity/monitor.py",
+CODE = (*EMULATION, "testbed/fidelity/diagnosis.py", "testbed/fidelity/monitor.py", "testbed/fidelity/windows.py",
         "testbed/experiments/fault_trials.py", "testbed/runs/watch.py", "testbed/emulation/faults.py",
         "testbed/report/fault_scores.py")
 
@@ -273,7 +282,8 @@ def run_one(experiment, plan, k, run, keep):
                        draw=Draw(draw_seed, bond), stall_limit=plan.stall_limit, mtu=plan.mtu,
                        folder=experiment.results.path / (f"{run.design}_{run.label}" if run.design else f"fabric{k}"),
                        on_row=lambda rows: [keep(dict(row, run=run.label, design=run.design)) for row in rows],
-                       prepare=lambda emu, watch: ready_job(emu, watch, run.straggler))
+                       prepare=lambda emu, watch: ready_job(emu, watch, run.straggler),
+                       labelled=fault_labels.from_rows)
 
 
 def run(plan, experiment):

@@ -12,6 +12,7 @@ The pipeline, one package per stage:
     probes       captures of every link, queues at switch ports, incast, iperf3 flows
     fidelity     the flow model of what a run should achieve, the fabric check, the verdict
     report       the run folder, tables, figures, paired statistics
+    faultbench   faults as a benchmark: traces of what a monitor saw, labels apart, detectors, scoring
     runs         a workload on a running fabric: sweeps, jobs, trials, fan-ins, a watched job
     api          the facade over the stages (docs/api.md), what users and scenarios import
     experiments  the engine the scenarios run on: size sweeps, paired trials, records, pages

@@ -8,7 +8,7 @@ ROOT = Path(__file__).resolve().parents[1] / "testbed"
 # Bottom to top. errors and interrupts sit under everything; programs run inside emulated hosts and
 # use the collectives' schedules; pytest_plugin is the API's door for pytest.
 LAYERS = ["errors", "interrupts", "topology", "routing", "emulation", "machines", "collectives", "programs",
-          "probes", "fidelity", "report", "runs", "api", "experiments", "pytest_plugin"]
+          "probes", "fidelity", "report", "faultbench", "runs", "api", "experiments", "pytest_plugin"]
 
 
 def stage(module):

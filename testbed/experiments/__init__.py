@@ -19,6 +19,7 @@ from testbed.emulation.preflight import datapath
 from testbed.emulation.shaping import netem_available
 from testbed.experiments.fault_trials import SecondJob
 from testbed.experiments.fingerprint import ADDED
+from testbed.faultbench import labels as fault_labels
 from testbed.fidelity import predict
 from testbed.fidelity.diagnosis import KINDS as FOUND_KINDS
 from testbed.fidelity.verdict import describe, describe_all, flag
@@ -34,5 +35,5 @@ __all__ = ["ADDED", "SecondJob",
            "failure_timeline", "capacity", "check_link_rate", "check_mtu", "check_ranks", "datapath_name",
            "datapath", "loss_available", "netem_available", "predict", "FOUND_KINDS", "describe", "describe_all",
            "flag", "roles",
-           "nic_downlink_split", "tier_loads", "fault_scores", "figures", "Comparison",
+           "nic_downlink_split", "tier_loads", "fault_scores", "fault_labels", "figures", "Comparison",
            "sweep", "check_sweep", "trial_line"]

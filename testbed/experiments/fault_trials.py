@@ -287,7 +287,10 @@ def run_trial(emu, watch, trial, topo, links, rng, *, before, fault_for, react=F
                     "busbw_until_react_MBps": None if reacted is None else round(watch.busbw(inject, reacted) / 1e6, 4),
                     "busbw_after_react_MBps": None if settled is None or settled >= undone else
                     round(watch.busbw(settled, undone) / 1e6, 4)}
+    on_clock = lambda t: round(t - watch.started, 3)      # the watch's trace clock (``faultbench.trace``)
     common = {"fabric": topo.name, "trial": trial.number, "share_of_use": trial.share_of_use or None,
+              "start_s": on_clock(start), "inject_s": on_clock(inject) if fault else None,
+              "undone_s": on_clock(undone) if fault else None, "end_s": on_clock(end),
               "off_paths": [f"{f.kind} {f.where}" for f in placed if not on_paths(f, topo, links)],
               "false_alarms": sum(a.new for a in false), "healthy_s": round((inject if fault else end) - start, 2),
               "healthy_windows": round(((inject if fault else end) - start) / monitor.cadence),
@@ -340,7 +343,7 @@ def outcome(fault, wanted, found, after):
     correct = (found.kind, found_place(found)) == wanted
     return {"injected": fault.kind if fault else "none", "where": fault.where if fault else "",
             "how": fault.how if fault else None, "lasting_s": fault.lasting if fault else None,
-            "expected": wanted[0], "found": found.kind,
+            "expected": wanted[0], "expected_where": "-".join(sorted(wanted[1])), "found": found.kind,
             "found_where": found.where, "confidence": round(found.confidence, 3), "correct": correct,
             "kind_correct": found.kind == wanted[0],
             "detect_s": round(after, 2) if fault and correct and after is not None else None,

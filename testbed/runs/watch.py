@@ -12,7 +12,6 @@ when. ``diagnose`` hands the detector two windows of the caller's choosing.
         for alarm in watch.monitor.poll(watch.now()):
             print(alarm.at - watch.started, alarm.finding)
 """
-import bisect
 import threading
 import time
 
@@ -20,8 +19,10 @@ from testbed.collectives.coordinator import AllreduceError
 from testbed.collectives.data import ELEMENT_BYTES
 from testbed.collectives.metrics import bandwidths
 from testbed.emulation.controller import port_events
-from testbed.fidelity.diagnosis import Window, diagnose
+from testbed.faultbench import trace
+from testbed.fidelity.diagnosis import diagnose
 from testbed.fidelity.monitor import BASELINE_WINDOWS, CADENCE_S, Monitor
+from testbed.fidelity.windows import window_of
 from testbed.probes.markers import MarkSampler
 from testbed.probes.queues import QueueSampler
 from testbed.routing.hashing import Placer
@@ -145,25 +146,28 @@ class Watch:
         return sum(it["wrong"] for it in self.ran(start, end))
 
     def window(self, start, end):
-        """What the operator has of [start, end] (monotonic): the iterations that ended in it (one
-        a rank stopped in ends after it was continued), the queue samples, the controller's port
-        events and, with --ecn, the ports' mark counts taken in it."""
-        wall = (start + self.offset, end + self.offset)
-        events = [(t - self.offset, switch, port, up) for t, switch, port, up in port_events(self.log_path)
-                  if wall[0] <= t <= wall[1]] if self.log_path else []
-        return Window([it["timing"] for it in self.ran(start, end)], self._samples(self.queues, wall), events,
-                      edges=self._samples(self.edges, wall),
-                      marks=self._samples(self.marks, wall) if self.marks else {})
+        """What the operator has of [start, end] (monotonic): ``fidelity.windows.window_of`` over
+        what the watch has taken so far."""
+        events = [(t - self.offset, *rest) for t, *rest in port_events(self.log_path)] if self.log_path else []
+        return window_of(self.iterations, self.queues.samples, self.edges.samples,
+                         self.marks.samples if self.marks else {}, events, start, end, shift=self.offset)
 
-    def _samples(self, sampler, wall):
-        """{port: its samples taken in wall (start, end), on the monotonic clock}"""
-        out = {}
-        for port, samples in list(sampler.samples.items()):
-            samples = samples[:]              # the sampler appends as we read
-            a = bisect.bisect_left(samples, wall[0], key=lambda sample: sample[0])
-            b = bisect.bisect_right(samples, wall[1], key=lambda sample: sample[0])
-            out[port] = [(t - self.offset, *rest) for t, *rest in samples[a:b]]
-        return out
+    def save(self, folder):
+        """What the operator had of the whole watch so far, as a trace (``faultbench.trace``) in
+        `folder`, on a clock from the watch's start; no fault is in it. Returns the folder."""
+        mono, wall = self.started, self.started + self.offset
+        shifted = lambda sampled: {port: [(t - wall, *rest) for t, *rest in samples]
+                                   for port, samples in list(sampled.items())}
+        events = [(t - wall, *rest) for t, *rest in port_events(self.log_path)] if self.log_path else []
+        return trace.write(
+            folder, topo=self.emu.topo, cadence=self.cadence, baseline=self.baseline, duration=self.now() - mono,
+            job={"algorithm": self.comm.schedule.name, "collective": self.comm.schedule.collective,
+                 "hosts": list(self.comm.hosts), "bytes": self.count * ELEMENT_BYTES,
+                 "routing": self.emu.routing.mode},
+            iterations=[_from(it, mono) for it in list(self.iterations)],
+            queues=shifted(self.queues.samples), edges=shifted(self.edges.samples),
+            marks=shifted(self.marks.samples) if self.marks else {},
+            events=[e for e in events if e[0] >= 0], paths=self.monitor.paths)
 
     def diagnose(self, before, after):
         """The detector's Finding for the window after against the window before ((start, end) each)."""
@@ -182,3 +186,12 @@ class Watch:
                    for it in overlapping)
         return bandwidths(self.count * ELEMENT_BYTES * done, end - start, len(self.comm.hosts),
                           self.comm.schedule.collective)[1]
+
+
+def _from(iteration, start):
+    """An iteration's times on a clock from `start`."""
+    at = lambda t: None if t is None else t - start
+    return {"start": at(iteration["start"]), "end": at(iteration["end"]),
+            "timing": [dict(t, start=at(t["start"]),
+                            steps=[[at(sent), at(end), *rest] for sent, end, *rest in t["steps"]])
+                       for t in iteration["timing"]]}

@@ -113,3 +113,17 @@ def test_a_second_jobs_traffic_is_congestion_not_a_slow_link(running):
                               kwargs={"seconds": int(DURING), "name": "second_job"})
     found = located(emu, watch, action=second.start, undo=second.join)
     assert found.kind in ("none", "rank-slow"), found
+
+
+def test_the_watch_kept_as_a_trace_gives_the_monitor_its_alarms_again_offline(running, tmp_path):
+    """Every fault above, read back from the trace the watch keeps (``faultbench.trace``): the
+    monitor run offline over it raises the alarms it raised live, at the same windows."""
+    from testbed.faultbench import trace
+    from testbed.faultbench.detectors import Rules
+    emu, watch = running
+    judged = watch.monitor.next - watch.started          # the live monitor judged the windows up to here
+    live = [(round(a.at - watch.started, 3), a.finding.kind, a.finding.where) for a in watch.monitor.alarms if a.new]
+    offline = [(round(a.time, 3), a.kind, a.place) for a in Rules().detect(trace.read(watch.save(tmp_path / "trace")))
+               if a.time <= judged + 1e-6]
+    assert offline == live
+    assert len(live) >= 6           # the faults of the tests above, each named

@@ -1,0 +1,81 @@
+"""A Greyhound-style detector (Falcon/Greyhound, USENIX ATC 2025): Bayesian online change-point
+detection (Adams and MacKay 2007) on the job's iteration times, and an alarm where the iterations
+since a change point are 10% or more slower than those before it. It tells that the job slowed,
+not where or why: its alarms are of kind "slow", at no place (the paper localises in a separate
+profiling step that a trace does not hold). Its parameters were set from the papers before it was
+scored: a constant hazard of one change in 50 iterations, a Normal-Gamma prior on log iteration
+time fitted to the job's first iterations, a change taken where the most probable run length falls
+behind the current segment, judged once it holds two iterations."""
+import math
+
+import numpy as np
+from scipy.special import gammaln
+
+from testbed.faultbench.detectors.alarm import Alarm
+
+HAZARD = 1 / 50          # the prior probability of a change at each iteration
+SHIFT = 0.10             # Greyhound's: an alarm on a slowdown of 10% or more
+LEAST = 2                # iterations a new segment holds before it is judged
+MAX_RUN = 400            # run lengths kept (older ones carry no weight left)
+
+
+def student_t_logpdf(x, mu, scale2, nu):
+    return (gammaln((nu + 1) / 2) - gammaln(nu / 2) - 0.5 * np.log(nu * math.pi * scale2)
+            - (nu + 1) / 2 * np.log1p((x - mu) ** 2 / (nu * scale2)))
+
+
+class ChangePoints:
+    """Bayesian online change-point detection with a Normal-Gamma prior (unknown mean and variance):
+    ``update(x)`` returns the most probable run length after x."""
+
+    def __init__(self, mu, var, hazard=HAZARD):
+        self.hazard = hazard
+        self.prior = (mu, 1.0, 1.0, var)                  # mu, kappa, alpha, beta
+        self.mu, self.kappa, self.alpha, self.beta = (np.array([p]) for p in self.prior)
+        self.log_r = np.array([0.0])
+
+    def update(self, x):
+        scale2 = self.beta * (self.kappa + 1) / (self.alpha * self.kappa)
+        log_pred = student_t_logpdf(x, self.mu, scale2, 2 * self.alpha)
+        grow = self.log_r + log_pred + math.log(1 - self.hazard)
+        change = np.logaddexp.reduce(self.log_r + log_pred + math.log(self.hazard))
+        log_r = np.append(change, grow)
+        self.log_r = (log_r - np.logaddexp.reduce(log_r))[:MAX_RUN]
+        mu = (self.kappa * self.mu + x) / (self.kappa + 1)
+        beta = self.beta + self.kappa * (x - self.mu) ** 2 / (2 * (self.kappa + 1))
+        mu0, kappa0, alpha0, beta0 = self.prior
+        self.mu = np.append(mu0, mu)[:MAX_RUN]
+        self.kappa = np.append(kappa0, self.kappa + 1)[:MAX_RUN]
+        self.alpha = np.append(alpha0, self.alpha + 0.5)[:MAX_RUN]
+        self.beta = np.append(beta0, beta)[:MAX_RUN]
+        return int(np.argmax(self.log_r))
+
+
+class Greyhound:
+    name = "greyhound"
+    about = "Greyhound-style: Bayesian change points in iteration time, an alarm on a >= 10% slowdown"
+
+    def detect(self, trace):
+        warm = trace.cadence * (trace.baseline + 1)         # the same first windows the rules' baseline fills
+        its = sorted((it for it in trace.iterations if it["end"] > it["start"]), key=lambda it: it["end"])
+        times = [(it["end"], math.log(it["end"] - it["start"])) for it in its]
+        first = [x for t, x in times if t <= warm]
+        if len(first) < 2 or len(first) == len(times):
+            return []
+        detector = ChangePoints(float(np.mean(first)), max(float(np.var(first)), 1e-4))
+        series = [x for _, x in times]
+        alarms, segment, judged, slow = [], 0, True, False
+        for t, (at, x) in enumerate(times):
+            start = t - detector.update(x)
+            if start > segment:                              # a newer change is now the most probable
+                segment, judged = start, False
+            if judged or at <= warm or t - segment + 1 < LEAST:
+                continue
+            judged, before = True, series[max(0, segment - 50):segment]
+            shift = math.exp(float(np.mean(series[segment:t + 1])) - float(np.mean(before))) - 1
+            if shift >= SHIFT and not slow:
+                alarms.append(Alarm(at, "slow", "", f"iteration time {shift:+.0%} from iteration {segment} on, "
+                                                    "a change point (BOCPD)"))
+            if abs(shift) >= SHIFT:
+                slow = shift > 0                             # slowed, or back
+        return alarms
