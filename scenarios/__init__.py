@@ -7,6 +7,7 @@ from scenarios import (
     ecmp_collisions,
     fabric_check,
     fault_localisation,
+    faultbench,
     hpn7_at_scale,
     hpn7_planes,
     hpn7_rails,
@@ -19,5 +20,5 @@ from scenarios import (
 
 SCENARIOS = {m.NAME: m for m in (bigraph_allreduce, collectives, fabric_check, ecmp_collisions, incast, hpn7_planes,
                                  hpn7_rails, hpn7_at_scale, dual_tor_failover, server_nics, training_scaling,
-                                 multi_job, fault_localisation, load_balancing, congestion)}
+                                 multi_job, fault_localisation, faultbench, load_balancing, congestion)}
 DEFAULT = bigraph_allreduce.NAME

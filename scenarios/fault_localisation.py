@@ -75,22 +75,38 @@ CODE = (*EMULATION, "testbed/fidelity/diagnosis.py", "testbed/fidelity/monitor.p
 
 
 def add_arguments(parser):
+    parser.add_argument("--trials", type=int, default=7, help="faulty trials per fabric (default %(default)s)")
+    parser.add_argument("--fault-free", type=int, default=4, help="fault-free trials per fabric (default %(default)s)")
+    parser.add_argument("--inject", action="append", default=None, metavar="FAULT",
+                        help="KIND:WHERE[:HOW][@WHEN]: this fault in a trial of its own on every fabric, not random "
+                             "ones (e.g. slow-link:U0-L1:0.25, hang-rank:3, slow-rank:2:0.01); WHEN (seconds, or 5it: "
+                             "after 5 iterations) from the trial's start, by default --before; FAULT+FAULT: two at "
+                             "once, at different places; repeatable")
+    parser.add_argument("--designs", default=",".join(DESIGNS),
+                        help="what a fabric's design does about a fault, paired, the same faults in both forms: tor "
+                             "(a NIC link cut: dual- against single-ToR), plane (an aggregation switch down: dual "
+                             "against single plane), routing (a fabric link slowed: deterministic against ECMP); "
+                             "comma-separated, or none (default: all)")
+    parser.add_argument("--design-trials", type=int, default=3,
+                        help="paired trials per design comparison (default %(default)s)")
+    parser.add_argument("--react", action="store_true",
+                        help="route around a link as soon as the detector names it slow, and report what that regains")
+    add_seed_argument(parser, "the faults' draws")
+    add_trial_arguments(parser)
+
+
+def add_trial_arguments(parser):
+    """The options of the job, its fabrics and its faults' kinds, sizes and times (faultbench's splits
+    take them as they are)."""
     parser.add_argument("--topology", action="append", default=None, metavar="SPEC",
                         help=f"a fabric, {FORMS}; once per fabric (default {', '.join(FABRICS)})")
     parser.add_argument("--rate", type=float, default=DEFAULT_RATE, help="link rate, Mbit/s (default %(default)s)")
     parser.add_argument("--queue", type=int, default=DEFAULT_QUEUE,
                         help="egress FIFO limit per link end, packets (default %(default)s)")
     parser.add_argument("--mtu", type=int, default=DEFAULT_MTU, help="MTU of every link (default %(default)s)")
-    parser.add_argument("--trials", type=int, default=7, help="faulty trials per fabric (default %(default)s)")
-    parser.add_argument("--fault-free", type=int, default=4, help="fault-free trials per fabric (default %(default)s)")
     parser.add_argument("--kinds", default=",".join(KINDS),
                         help="the kinds random faults are drawn from, comma-separated (default: all but loss; port-down"
                              " only where NICs have two ports; loss: links between switches, any with netem)")
-    parser.add_argument("--inject", action="append", default=None, metavar="FAULT",
-                        help="KIND:WHERE[:HOW][@WHEN]: this fault in a trial of its own on every fabric, not random "
-                             "ones (e.g. slow-link:U0-L1:0.25, hang-rank:3, slow-rank:2:0.01); WHEN (seconds, or 5it: "
-                             "after 5 iterations) from the trial's start, by default --before; FAULT+FAULT: two at "
-                             "once, at different places; repeatable")
     parser.add_argument("--two-at-once", type=int, default=0, metavar="N", help="of the --trials per fabric, N "
                         "have a second fault of another kind from the same moment, apart from the first (default 0)")
     parser.add_argument("--algorithm", default="ring", help="the allreduce the job runs (default %(default)s)")
@@ -103,22 +119,12 @@ def add_arguments(parser):
                              f"{HANG_LEAST:g} s to it, an --inject one all of it (default 5, or --fault-for if less)")
     parser.add_argument("--stall-limit", type=float, default=20.0,
                         help="seconds a rank waits for data before the job gives up (default %(default)s)")
-    parser.add_argument("--designs", default=",".join(DESIGNS),
-                        help="what a fabric's design does about a fault, paired, the same faults in both forms: tor "
-                             "(a NIC link cut: dual- against single-ToR), plane (an aggregation switch down: dual "
-                             "against single plane), routing (a fabric link slowed: deterministic against ECMP); "
-                             "comma-separated, or none (default: all)")
-    parser.add_argument("--design-trials", type=int, default=3,
-                        help="paired trials per design comparison (default %(default)s)")
     parser.add_argument("--drift", type=float, default=0, help="a fault-free stretch of this many seconds per fabric "
                         "with a second job's traffic starting and stopping: false alarms under drift (default 0)")
     parser.add_argument("--second-job", action="store_true", help="a second job's traffic comes and goes during every "
                         "trial, faulty or not: a confounder the faults are found through")
     parser.add_argument("--straggler", type=float, default=0, help="a rank per fabric held at this share of the CPU "
                         "it used, from the job's first second: slow from the start and no fault (default 0: none)")
-    parser.add_argument("--react", action="store_true",
-                        help="route around a link as soon as the detector names it slow, and report what that regains")
-    add_seed_argument(parser, "the faults' draws")
 
 
 @dataclass(frozen=True)
@@ -266,9 +272,10 @@ def design_runs(name, topos, args, rng, seed):
 
 
 # --- a fabric, and the run ---------------------------------------------------------------------
-def run_one(experiment, plan, k, run, keep):
-    """Every trial of a run on one emulation (``experiments.watched``). The forms of a design share
-    their draw (and so their 5-tuples)."""
+def run_one(experiment, plan, k, run, keep, under=""):
+    """Every trial of a run on one emulation (``experiments.watched``), its traces and labels in the
+    run folder's `under`/fabricK (or design_form). The forms of a design share their draw (and so
+    their 5-tuples)."""
     topo = run.topo
     rng = random.Random(plan.seed * 1009 + k)
     schedule, hosts = place(plan.algorithm, topo)
@@ -280,7 +287,8 @@ def run_one(experiment, plan, k, run, keep):
                            react=plan.react, stall_limit=plan.stall_limit, second_job=plan.second_job,
                            straggler=run.straggler),
                        draw=Draw(draw_seed, bond), stall_limit=plan.stall_limit, mtu=plan.mtu,
-                       folder=experiment.results.path / (f"{run.design}_{run.label}" if run.design else f"fabric{k}"),
+                       folder=experiment.results.path / under / (f"{run.design}_{run.label}" if run.design
+                                                                  else f"fabric{k}"),
                        on_row=lambda rows: [keep(dict(row, run=run.label, design=run.design)) for row in rows],
                        prepare=lambda emu, watch: ready_job(emu, watch, run.straggler),
                        labelled=fault_labels.from_rows)

@@ -192,15 +192,16 @@ def test_a_code_half_hashes_what_a_file_does_not_how_it_is_written():
     assert code_half.hash_text("m.c", "int k = 1;") != code_half.hash_text("m.c", "int k = 2;")
 
 
-def test_an_edit_to_the_detector_marks_fault_localisation_and_no_other_page(monkeypatch):
+def test_an_edit_to_the_detector_marks_the_fault_pages_and_no_other(monkeypatch):
     """What an edit to testbed/fidelity/diagnosis.py does to the kept pages: the pages that list it
-    as measured with older code are fault_localisation's alone."""
+    as measured with older code are those whose figures the detector decides, fault_localisation's
+    and faultbench's (whose rules detector it is), and no other."""
     real = code_half.hash_text
     monkeypatch.setattr(code_half, "hash_text", lambda path, text: "edited" if path.endswith("diagnosis.py")
                         else real(path, text))
     touched = {page for page, _, _, _, older, _ in pages.stale(SCENARIOS, run_scenario.parser())
                if "testbed/fidelity/diagnosis.py" in older}
-    assert touched == {"docs/scenarios/fault_localisation.md"}
+    assert touched == {"docs/scenarios/fault_localisation.md", "docs/scenarios/faultbench.md"}
 
 
 @pytest.mark.skipif(records.git("rev-parse", "HEAD") is None, reason="needs the repository's history")

@@ -1,0 +1,157 @@
+"""Faults as an open benchmark. The job of fault_localisation runs on each fabric while faults come
+and go, twice: a **test** split whose seed is drawn fresh by every run (--seed reruns one) and a
+**train** split for a detector to be fitted on (its seed the test's shifted by half the range). Each watch of the job is
+kept as a **trace** (what an operator's monitor sees: step timings, retransmissions, queues, ECN
+marks, port events, the fabric and paths; Parquet tables and a manifest) with its **labels** in a
+file of their own beside it (``testbed.faultbench``). Every detector then reads the test split's
+traces, never their labels, and one scorer judges its alarms one by one: precision over alarms,
+recall over faults (all, and strong ones), F1, per C4 class, with Wilson intervals; false alarms
+per hour of fault-free time; the time to detect. The detectors: the testbed's own rules (the
+operator's monitor, replayed), a Greyhound-style change-point detector on iteration times and a
+Minder-style detector of the rank that departs from its peers. ``--score DIR`` scores the traces a
+run kept, without root or emulation, in seconds."""
+import argparse
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from scenarios import fault_localisation
+from scenarios.common import MAX_SEED, add_seed_argument, names, seed_of
+from testbed.api import TestbedError
+from testbed.experiments import fault_scores, held_out
+from testbed.experiments.benchmark import DETECTORS, held_out_of_run, leaderboard, score_traces, trace_folders
+from testbed.experiments.claims import Claim
+from testbed.experiments.code_half import EMULATION
+
+NAME = "faultbench"
+HELP = "faults as an open benchmark: traces and labels apart, every detector scored alarm by alarm on a fresh split"
+SPLITS = ("train", "test")
+CLAIMS = (Claim("the testbed's rules find the strong faults of the test split, alarm by alarm",
+                "rules: recall, strong", at_least=0.5),
+          Claim("most of the rules' alarms name a fault's kind and place", "rules: precision", at_least=0.5))
+# the test split of fault_localisation's smoke (seed 97: one strong fault of each C4 class and a
+# fault-free trial), no train split: the claims read the test split alone
+SMOKE = ("--topology", "bigraph:2,8", "--train-trials", "0", "--train-fault-free", "0", "--trials", "4",
+         "--fault-free", "1", "--seed", "97", "--kinds", "slow-link,link-down,slow-rank,hang-rank",
+         "--before", "2", "--fault-for", "3")
+CODE = (*EMULATION, "testbed/fidelity/diagnosis.py", "testbed/fidelity/monitor.py", "testbed/fidelity/windows.py",
+        "testbed/experiments/fault_trials.py", "testbed/runs/watch.py", "testbed/emulation/faults.py",
+        "testbed/faultbench/trace.py", "testbed/faultbench/labels.py", "testbed/faultbench/score.py",
+        "testbed/faultbench/detectors/rules.py", "testbed/faultbench/detectors/greyhound.py",
+        "testbed/faultbench/detectors/minder.py", "testbed/experiments/benchmark.py")
+
+
+def add_arguments(parser):
+    parser.add_argument("--score", metavar="DIR", default=None,
+                        help="score the traces a faultbench run kept in DIR (its test split), without root: no "
+                             "emulation, seconds")
+    parser.add_argument("--detector", default=",".join(DETECTORS),
+                        help=f"the detectors scored, comma-separated (default: all: {', '.join(DETECTORS)})")
+    parser.add_argument("--trials", type=int, default=7, help="the test split's faulty trials per fabric "
+                        "(default %(default)s)")
+    parser.add_argument("--fault-free", type=int, default=4, help="the test split's fault-free trials per fabric "
+                        "(default %(default)s)")
+    parser.add_argument("--train-trials", type=int, default=3,
+                        help="the train split's faulty trials per fabric (default %(default)s)")
+    parser.add_argument("--train-fault-free", type=int, default=1,
+                        help="the train split's fault-free trials per fabric (default %(default)s)")
+    add_seed_argument(parser, "the test split's draws (the train split's follow from it)")
+    fault_localisation.add_trial_arguments(parser)
+
+
+@dataclass
+class Plan:
+    splits: dict            # {"train": fault_localisation's Plan, "test": ...}, or {} to score
+    detectors: list
+    score: Path | None
+    seed: int | None        # the test split's; the train split's is train_seed(seed)
+    mtu: int = 9000
+
+    @property
+    def fabrics(self):
+        return [topo for split in self.splits.values() for topo in split.fabrics]
+
+
+def split_args(args, seed, trials, fault_free):
+    """fault_localisation's options for one split: its own defaults, and the job's, fabrics' and
+    faults' options (``add_trial_arguments``) as given."""
+    shared = argparse.ArgumentParser()
+    fault_localisation.add_trial_arguments(shared)
+    parser = argparse.ArgumentParser()
+    fault_localisation.add_arguments(parser)
+    out = parser.parse_args(["--designs", "none", "--seed", str(seed), "--trials", str(trials),
+                             "--fault-free", str(fault_free)])
+    for action in shared._actions:
+        if action.dest != "help":
+            setattr(out, action.dest, getattr(args, action.dest))
+    return out
+
+
+def prepare(args):
+    detectors = names(args.detector, "--detector", list(DETECTORS))
+    if args.score is not None:
+        folder = Path(args.score)
+        if not trace_folders(folder):
+            raise TestbedError(f"--score {folder}: no traces there: give the folder of a faultbench run (or any run "
+                               "that kept traces: fault_localisation's)")
+        return Plan({}, detectors, folder, None)
+    for option in ("trials", "fault_free", "train_trials", "train_fault_free"):
+        if getattr(args, option) < 0:
+            raise TestbedError(f"--{option.replace('_', '-')} must be at least 0 (got {getattr(args, option)})")
+    if args.trials + args.fault_free == 0:
+        raise TestbedError("the test split has no trials: give --trials or --fault-free of 1 or more")
+    seed = seed_of(args)
+    splits = {"test": fault_localisation.prepare(split_args(args, seed, args.trials, args.fault_free))}
+    if args.train_trials + args.train_fault_free:
+        splits = {"train": fault_localisation.prepare(split_args(args, train_seed(seed), args.train_trials,
+                                                                 args.train_fault_free)), **splits}
+    return Plan(splits, detectors, None, seed, splits["test"].mtu)
+
+
+def train_seed(seed):
+    """The train split's seed: half the seeds' range away from the test split's."""
+    return (seed + MAX_SEED // 2) % (MAX_SEED + 1)
+
+
+def run(plan, experiment):
+    if plan.score is None:
+        generate(plan, experiment)
+    folder = plan.score or experiment.results.path
+    traces = trace_folders(folder)
+    module = sys.modules[__name__]
+    shown = held_out_of_run(folder, module) if plan.score else held_out.of_scenario(plan.seed, module)
+    experiment.say(f"\nscored on {len(traces)} trace(s) of {folder} ({shown})", section="rows")
+    started = time.monotonic()
+    scores = score_traces(traces, plan.detectors)
+    lines = leaderboard(scores) + [f"scored in {time.monotonic() - started:.1f} s; published beside them (their data, "
+                                   "their definitions, not rerun here):"] + [f"  {p}" for p in fault_scores.PUBLISHED]
+    experiment.about.update(held_out=shown.held_out, summary=lines)
+    experiment.say("\nleaderboard (test split; precision over alarms, recall over faults; [95% Wilson interval]):",
+                   *[f"  {line}" for line in lines])
+    for name, figures in scores.items():
+        for figure, key in (("precision", "precision"), ("recall", "recall"), ("recall, strong", "recall, strong")):
+            share = figures["overall"].get(key)
+            if share and share[0] is not None:
+                experiment.headline.update({f"{name}: {figure}": round(share[0], 3),
+                                            f"{name}: {figure} low": round(share[1], 3),
+                                            f"{name}: {figure} high": round(share[2], 3)})
+        if figures["overall"].get("F1") is not None:
+            experiment.headline[f"{name}: F1"] = round(figures["overall"]["F1"], 3)
+
+
+def generate(plan, experiment):
+    """Both splits on their emulations: the trials' rows, each watch's trace and labels under
+    train/ and test/ of the run folder."""
+    experiment.header(f"# {NAME}: test seed {plan.seed}, train seed {train_seed(plan.seed)}; splits: " + ", ".join(
+                          f"{name} {sum(len(r.trials) for r in split.runs)} trials on {len(split.runs)} fabric(s)"
+                          for name, split in plan.splits.items()))
+    experiment.about.update(seed=plan.seed)
+    for name, split in plan.splits.items():
+        for k, one in enumerate(split.runs):
+            experiment.say(f"\n## {name}: {one.topo.describe()}, {one.routing} routing", section="rows")
+            fault_localisation.run_one(
+                experiment, split, k, one,
+                lambda row, split_name=name: experiment.row(dict(row, split=split_name), fault_scores.trial_line(row),
+                                                            csv="faultbench.csv", omit=("events", "alarms")),
+                under=name)
