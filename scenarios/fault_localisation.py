@@ -320,11 +320,7 @@ def run(plan, experiment):
     located = [r for r in rows if r["design"] is None]
     lines = (fault_scores.summary_lines(located, KINDS + ("loss",), FOUND_KINDS)
              + fault_scores.design_lines(designs, rows))
-    bound = [f"{r['fabric']} trial {r['trial']}" for r in rows if r["emulator_bottleneck"]]
-    lines.append("emulator: " + (f"WAS the bottleneck (CPU saturated) in {', '.join(bound)}" if bound else
-                                 "was not the bottleneck (busiest core at most "
-                                 f"{max((r['busiest_core'] for r in rows), default=0):.0%} busy)"))
-    lines.append(f"#wrong: {experiment.wrong} (every allreduce checked against numpy)")
+    lines += fault_scores.emulator_lines(rows, experiment.wrong)
     experiment.about["summary"] = lines
     experiment.headline.update(fault_scores.headline(located))
     experiment.say("\nsummary:", *[f"  {line}" for line in lines])

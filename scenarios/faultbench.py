@@ -20,7 +20,14 @@ from scenarios import fault_localisation
 from scenarios.common import MAX_SEED, add_seed_argument, names, seed_of
 from testbed.api import TestbedError
 from testbed.experiments import fault_scores, held_out
-from testbed.experiments.benchmark import DETECTORS, held_out_of_run, leaderboard, score_traces, trace_folders
+from testbed.experiments.benchmark import (
+    DETECTORS,
+    check_traces,
+    held_out_of_run,
+    leaderboard,
+    score_traces,
+    trace_folders,
+)
 from testbed.experiments.claims import Claim
 from testbed.experiments.code_half import EMULATION
 
@@ -95,6 +102,7 @@ def prepare(args):
         if not trace_folders(folder):
             raise TestbedError(f"--score {folder}: no traces there: give the folder of a faultbench run (or any run "
                                "that kept traces: fault_localisation's)")
+        check_traces(trace_folders(folder))
         return Plan({}, detectors, folder, None)
     for option in ("trials", "fault_free", "train_trials", "train_fault_free"):
         if getattr(args, option) < 0:
@@ -126,6 +134,8 @@ def run(plan, experiment):
     scores = score_traces(traces, plan.detectors)
     lines = leaderboard(scores) + [f"scored in {time.monotonic() - started:.1f} s; published beside them (their data, "
                                    "their definitions, not rerun here):"] + [f"  {p}" for p in fault_scores.PUBLISHED]
+    if plan.score is None:
+        lines += fault_scores.emulator_lines(experiment.rows, experiment.wrong)
     experiment.about.update(held_out=shown.held_out, summary=lines)
     experiment.say("\nleaderboard (test split; precision over alarms, recall over faults; [95% Wilson interval]):",
                    *[f"  {line}" for line in lines])
@@ -138,6 +148,9 @@ def run(plan, experiment):
                                             f"{name}: {figure} high": round(share[2], 3)})
         if figures["overall"].get("F1") is not None:
             experiment.headline[f"{name}: F1"] = round(figures["overall"]["F1"], 3)
+        per_hour = figures["overall"]["false alarms per hour"]
+        if per_hour is not None:
+            experiment.headline[f"{name}: false alarms per hour"] = round(per_hour, 1)
 
 
 def generate(plan, experiment):

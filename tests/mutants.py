@@ -53,6 +53,11 @@ MUTANTS = (
            "        if now - then >= QUEUE_GROWTH and now >= QUEUE_RATIO * max(then, 0.5):",
            "        if False:",
            ("fault_localisation",)),
+    Mutant("traces-read-empty", "a kept trace read back with none of its rows: the detectors see nothing of what "
+           "the monitor saw", "testbed/faultbench/trace.py",
+           "        tables[name] = table.to_pylist()",
+           "        tables[name] = table.slice(0, 0).to_pylist()",
+           ("faultbench",)),
     Mutant("port-event-rule-off", "the detector ignores the controller's port events (cut links, ports, switches)",
            "testbed/fidelity/diagnosis.py",
            "    downs = [(t, switch, port) for t, switch, port, up in after.events if not up]",

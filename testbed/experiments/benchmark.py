@@ -24,16 +24,21 @@ def labels_of(folder):
     return folder.parent / f"{folder.name}-labels.parquet"
 
 
+def check_traces(folders):
+    """Each trace checked (``trace.check``) and its labels beside it, read: one line saying why not."""
+    for folder in folders:
+        trace.check(folder)
+        if not labels_of(folder).is_file():
+            raise TestbedError(f"{folder}: its labels ({labels_of(folder).name}) are not beside it: a trace is scored "
+                               "against the labels its run wrote")
+        labels.read(labels_of(folder))
+
+
 def score_traces(folders, detectors):
     """{detector: ``score.figures``} over the traces, each read once; a detector sees a trace and
     nothing else, the scorer the detector's alarms and the trace's labels."""
     traces = [trace.read(folder) for folder in folders]
-    truth = []
-    for folder in folders:
-        if not labels_of(folder).is_file():
-            raise TestbedError(f"{folder}: its labels ({labels_of(folder).name}) are not beside it: a trace is scored "
-                               "against the labels its run wrote")
-        truth.append(labels.read(labels_of(folder)))
+    truth = [labels.read(labels_of(folder)) for folder in folders]
     out = {}
     for name in detectors:
         detector = DETECTORS[name]()

@@ -134,9 +134,9 @@ class Trace:
         return pq.read_table(self.folder / f"{name}.parquet")
 
 
-def read(folder):
-    """The trace in `folder`, checked: its format and version, each table's bytes against the
-    manifest's SHA-256, its columns against the format's."""
+def check(folder):
+    """The manifest of the trace in `folder`, once its format and version and each table's bytes
+    (against the manifest's SHA-256) are checked; one line saying why not otherwise."""
     folder = Path(folder)
     try:
         manifest = json.loads((folder / MANIFEST).read_text())
@@ -146,15 +146,24 @@ def read(folder):
     if (manifest.get("format"), manifest.get("version")) != (FORMAT, VERSION):
         raise TestbedError(f"{folder}: a trace of format {manifest.get('format')} version {manifest.get('version')}; "
                            f"this testbed reads {FORMAT} version {VERSION}: regenerate it with this testbed")
-    tables = {}
-    for name, columns in TABLES.items():
-        file = folder / f"{name}.parquet"
-        listed = manifest.get("tables", {}).get(name)
+    for name in TABLES:
+        file, listed = folder / f"{name}.parquet", manifest.get("tables", {}).get(name)
         if listed is None or not file.is_file() or _digest(file) != listed["sha256"]:
             raise TestbedError(f"{file}: missing, truncated or changed since the trace was written (its SHA-256 "
                                "differs from the manifest's): regenerate the trace")
+    return manifest
+
+
+def read(folder):
+    """The trace in `folder`, checked (``check``), its columns against the format's."""
+    folder = Path(folder)
+    manifest = check(folder)
+    tables = {}
+    for name, columns in TABLES.items():
+        file = folder / f"{name}.parquet"
         table = pq.read_table(file)
-        if table.schema.names != [column for column, _ in columns] or table.num_rows != listed["rows"]:
+        rows = manifest["tables"][name]["rows"]
+        if table.schema.names != [column for column, _ in columns] or table.num_rows != rows:
             raise TestbedError(f"{file}: its columns or rows are not those of {FORMAT} version {VERSION}")
         tables[name] = table.to_pylist()
     topo = fabric_file.load(str(folder / FABRIC), 1, 1)

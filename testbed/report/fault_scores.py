@@ -267,6 +267,15 @@ def design_lines(designs, rows):
             [f"  {line}" for line in lines]) if lines else []
 
 
+def emulator_lines(rows, wrong):
+    """Whether the emulator was the bottleneck in any trial, and #wrong over every allreduce."""
+    bound = [f"{r['fabric']} trial {r['trial']}" for r in rows if r["emulator_bottleneck"]]
+    return ["emulator: " + (f"WAS the bottleneck (CPU saturated) in {', '.join(bound)}" if bound else
+                            "was not the bottleneck (busiest core at most "
+                            f"{max((r['busiest_core'] for r in rows), default=0):.0%} busy)"),
+            f"#wrong: {wrong} (every allreduce checked against numpy)"]
+
+
 def trial_line(row):
     """A trial's row as it is printed: what was injected where, what was found, and its cost."""
     said = (f"found {row['found']} {row['found_where']} ({row['confidence']:.2f})"
