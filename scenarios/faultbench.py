@@ -23,8 +23,10 @@ from testbed.experiments import fault_scores, held_out
 from testbed.experiments.benchmark import (
     DETECTORS,
     check_traces,
+    fitted,
     held_out_of_run,
     leaderboard,
+    read_split,
     score_traces,
     trace_folders,
 )
@@ -102,7 +104,7 @@ def prepare(args):
         if not trace_folders(folder):
             raise TestbedError(f"--score {folder}: no traces there: give the folder of a faultbench run (or any run "
                                "that kept traces: fault_localisation's)")
-        check_traces(trace_folders(folder))
+        check_traces(trace_folders(folder) + trace_folders(folder, "train"))
         return Plan({}, detectors, folder, None)
     for option in ("trials", "fault_free", "train_trials", "train_fault_free"):
         if getattr(args, option) < 0:
@@ -129,14 +131,19 @@ def run(plan, experiment):
     traces = trace_folders(folder)
     module = sys.modules[__name__]
     shown = held_out_of_run(folder, module) if plan.score else held_out.of_scenario(plan.seed, module)
-    experiment.say(f"\nscored on {len(traces)} trace(s) of {folder} ({shown})", section="rows")
+    train = trace_folders(folder, "train")
+    experiment.say(f"\nfitted on {len(train)} trace(s) of the train split, scored on {len(traces)} of the test split "
+                   f"of {folder} ({shown})", section="rows")
     started = time.monotonic()
-    scores = score_traces(traces, plan.detectors)
-    lines = leaderboard(scores) + [f"scored in {time.monotonic() - started:.1f} s; published beside them (their data, "
-                                   "their definitions, not rerun here):"] + [f"  {p}" for p in fault_scores.PUBLISHED]
+    fits = fitted(plan.detectors, read_split(train))
+    scores = score_traces(read_split(traces), plan.detectors, {name: params for name, (params, _) in fits.items()})
+    lines = leaderboard(scores, fits) + [f"fitted and scored in {time.monotonic() - started:.1f} s; published beside "
+                                         "them (their data, their definitions, not rerun here):"] + \
+        [f"  {p}" for p in fault_scores.PUBLISHED]
     if plan.score is None:
         lines += fault_scores.emulator_lines(experiment.rows, experiment.wrong)
-    experiment.about.update(held_out=shown.held_out, summary=lines)
+    experiment.about.update(held_out=shown.held_out, summary=lines,
+                            fitted={name: params for name, (params, _) in fits.items()})
     experiment.say("\nleaderboard (test split; precision over alarms, recall over faults; [95% Wilson interval]):",
                    *[f"  {line}" for line in lines])
     for name, figures in scores.items():

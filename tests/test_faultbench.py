@@ -98,10 +98,11 @@ def test_detectors_cannot_reach_labels(written, tmp_path):
     assert {name: detector().detect(trace.read(folder)) for name, detector in DETECTORS.items()} == before
 
 
-def test_greyhound_alarms_on_a_slowdown_and_not_on_a_steady_job(written, tmp_path):
+def test_greyhound_alarms_on_a_slowdown_names_its_rank_and_is_silent_on_a_steady_job(written, tmp_path):
     folder, _ = written
     alarms = Greyhound().detect(trace.read(folder))
-    assert len(alarms) == 1 and 20.0 <= alarms[0].time <= 22.0 and alarms[0].kind == "slow", alarms
+    assert len(alarms) == 1 and 20.0 <= alarms[0].time <= 22.0, alarms
+    assert (alarms[0].kind, alarms[0].place) == ("rank-slow", "rank 2")      # localised: its own delay grew most
     iterations, queues, edges = made_up_job()
     steady = trace.write(tmp_path / "steady", topo=LeafSpine(2, 2, 2), cadence=1.0, baseline=4, duration=DURATION,
                          job={"hosts": ["h0", "h1", "h2", "h3"]}, iterations=iterations, queues=queues, edges=edges,
@@ -150,3 +151,17 @@ def test_labels_of_another_form_are_refused_in_one_line(tmp_path):
     with pytest.raises(TestbedError, match="not a labels file") as e:
         labels.read(bad)
     assert "\n" not in str(e.value)
+
+
+def test_fitting_chooses_the_grid_point_that_scores_best_on_train(written, tmp_path):
+    """A detector's parameters are chosen on the train split alone, by its alarm-level F1 there."""
+    from testbed.faultbench.detectors import Rules
+    from testbed.faultbench.fit import fit
+    folder, _ = written
+    slowed = dict(LABELS[0], trial=0, trial_start=5.0, trial_end=DURATION, kind="slow-rank", place="2",
+                  magnitude=0.5, start=20.0, end=28.0, expected_kind="rank-slow", expected_place="rank 2")
+    train = [(trace.read(folder), [slowed])]
+    params, f1 = fit(Minder, train)
+    assert set(params) == set(Minder.GRID) and f1 == 1.0
+    assert Minder(**params).detect(train[0][0])[0].place == "rank 2"
+    assert fit(Rules, train) == ({}, None) and fit(Minder, []) == ({}, None)

@@ -7,17 +7,20 @@ from testbed.errors import TestbedError
 from testbed.experiments import code_half, held_out, record
 from testbed.faultbench import labels, score, trace
 from testbed.faultbench.detectors import DETECTORS
+from testbed.faultbench.fit import fit
 
 SPLITS = ("train", "test")
 
 
-def trace_folders(folder):
-    """The traces under `folder`: its test split's where it has one, else every trace in it."""
+def trace_folders(folder, split="test"):
+    """The traces of a split under `folder` (its test split by default); where it has no splits
+    (a fault_localisation run), every trace is the test split's and the train split is empty."""
     folder = Path(folder)
-    if not folder.is_dir():
-        return []
-    root = folder / "test" if (folder / "test").is_dir() else folder
-    return sorted(manifest.parent for manifest in root.rglob(trace.MANIFEST))
+    if not any((folder / name).is_dir() for name in SPLITS):
+        root = folder if split == "test" and folder.is_dir() else None
+    else:
+        root = folder / split if (folder / split).is_dir() else None
+    return sorted(manifest.parent for manifest in root.rglob(trace.MANIFEST)) if root else []
 
 
 def labels_of(folder):
@@ -34,16 +37,24 @@ def check_traces(folders):
         labels.read(labels_of(folder))
 
 
-def score_traces(folders, detectors):
-    """{detector: ``score.figures``} over the traces, each read once; a detector sees a trace and
-    nothing else, the scorer the detector's alarms and the trace's labels."""
-    traces = [trace.read(folder) for folder in folders]
-    truth = [labels.read(labels_of(folder)) for folder in folders]
+def read_split(folders):
+    """[(trace, labels)] of the traces in `folders`, each read once."""
+    return [(trace.read(folder), labels.read(labels_of(folder))) for folder in folders]
+
+
+def fitted(detectors, train):
+    """{detector: (its parameters, their F1 on train)}: each fitted on the train split (``fit``)."""
+    return {name: fit(DETECTORS[name], train) for name in detectors}
+
+
+def score_traces(test, detectors, params=None):
+    """{detector: ``score.figures``} over the test split ([(trace, labels)]); a detector sees a
+    trace and nothing else, with the parameters fitting chose (params: {detector: parameters}),
+    the scorer the detector's alarms and the trace's labels."""
     out = {}
     for name in detectors:
-        detector = DETECTORS[name]()
-        each = [score.score(detector.detect(t), truth_of, [it["end"] for it in t.iterations])
-                for t, truth_of in zip(traces, truth)]
+        detector = DETECTORS[name](**(params or {}).get(name, {}))
+        each = [score.score(detector.detect(t), truth, [it["end"] for it in t.iterations]) for t, truth in test]
         out[name] = score.figures(score.combined(each))
     return out
 
@@ -52,14 +63,19 @@ def said(share):
     return "-" if share is None or share[0] is None else f"{share[0]:.2f} [{share[1]:.2f}, {share[2]:.2f}]"
 
 
-def leaderboard(scores):
-    """Lines: per detector its overall figures, then per C4 class where it has faults or alarms."""
+def leaderboard(scores, fits=None):
+    """Lines: per detector its parameters (as fitted, where fits {detector: (parameters, train F1)}
+    has them), its overall figures, then per C4 class where it has faults or alarms."""
     lines = []
     for name, figures in scores.items():
         o = figures["overall"]
+        params, train_f1 = (fits or {}).get(name, ({}, None))
         per_hour = "-" if o["false alarms per hour"] is None else f"{o['false alarms per hour']:.1f}"
         detect = "-" if o["detect_s"] is None else f"{o['detect_s']:.1f} s ({o['detect_iterations']:g} iterations)"
         lines.append(f"{name:10s} {DETECTORS[name].about}")
+        if getattr(DETECTORS[name], "GRID", None):
+            lines.append("  " + (f"fitted on the train split: {', '.join(f'{k} {v:g}' for k, v in params.items())} "
+                                 f"(F1 {train_f1:.2f} there)" if params else "its defaults (no train split to fit on)"))
         lines.append(f"  overall   precision {said(o['precision']):18s} recall {said(o['recall']):18s} F1 "
                      f"{'-' if o['F1'] is None else format(o['F1'], '.2f')}; strong faults' recall "
                      f"{said(o['recall, strong'])}; noticed (any alarm while active) {said(o['noticed'])}")

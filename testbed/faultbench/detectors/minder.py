@@ -7,7 +7,7 @@ median and median absolute deviation, and the rank farthest from the others' med
 when it stands more than DISTANCE robust deviations out for CONTINUITY windows in a row. It names
 ranks only (a link's fault is named at a rank, or missed). Its parameters were set before it was
 scored: Minder's own continuity (in windows, not minutes, at this job's second-long windows) and a
-conventional 3.5 robust deviations."""
+conventional 3.5 robust deviations; ``fit`` chooses both on a train split (GRID)."""
 import statistics
 
 from testbed.faultbench.detectors.alarm import Alarm
@@ -44,6 +44,10 @@ def farthest(features):
 class Minder:
     name = "minder"
     about = "Minder-style: the rank whose series departs from its peers' for 3 windows in a row"
+    GRID = {"distance": (2.5, 3.5, 5.0), "continuity": (1, 2, 3)}
+
+    def __init__(self, distance=DISTANCE, continuity=CONTINUITY):
+        self.distance, self.continuity = distance, continuity
 
     def detect(self, trace):
         hosts = trace.manifest["job"]["hosts"]
@@ -54,9 +58,9 @@ class Minder:
             window = trace.window(start, end)
             if window.timing:
                 rank, distance = farthest(rank_features(window, len(hosts), hosts))
-                out = distance > DISTANCE
+                out = distance > self.distance
                 streak = streak + [rank] if out and (not streak or streak[-1] == rank) else [rank] if out else []
-                if len(streak) >= CONTINUITY and standing != rank:
+                if len(streak) >= self.continuity and standing != rank:
                     standing = rank
                     alarms.append(Alarm(end, "rank-slow", f"rank {rank}", f"rank {rank} stood {distance:.1f} robust "
                                         f"deviations from its peers for {len(streak)} windows"))
