@@ -35,7 +35,6 @@ from testbed.experiments.code_half import EMULATION
 
 NAME = "faultbench"
 HELP = "faults as an open benchmark: traces and labels apart, every detector scored alarm by alarm on a fresh split"
-SPLITS = ("train", "test")
 CLAIMS = (Claim("the testbed's rules find the strong faults of the test split, alarm by alarm",
                 "rules: recall, strong", at_least=0.5),
           Claim("most of the rules' alarms name a fault's kind and place", "rules: precision", at_least=0.5))
@@ -48,7 +47,7 @@ CODE = (*EMULATION, "testbed/fidelity/diagnosis.py", "testbed/fidelity/monitor.p
         "testbed/experiments/fault_trials.py", "testbed/runs/watch.py", "testbed/emulation/faults.py",
         "testbed/faultbench/trace.py", "testbed/faultbench/labels.py", "testbed/faultbench/score.py",
         "testbed/faultbench/detectors/rules.py", "testbed/faultbench/detectors/greyhound.py",
-        "testbed/faultbench/detectors/minder.py", "testbed/experiments/benchmark.py")
+        "testbed/faultbench/detectors/minder.py", "testbed/faultbench/fit.py", "testbed/experiments/benchmark.py")
 
 
 def add_arguments(parser):
