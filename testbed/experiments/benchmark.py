@@ -8,6 +8,7 @@ from testbed.experiments import code_half, held_out, record
 from testbed.faultbench import labels, score, trace
 from testbed.faultbench.detectors import DETECTORS
 from testbed.faultbench.fit import fit
+from testbed.report.fault_scores import said
 
 SPLITS = ("train", "test")
 
@@ -57,10 +58,6 @@ def score_traces(test, detectors, params=None):
         each = [score.score(detector.detect(t), truth, [it["end"] for it in t.iterations]) for t, truth in test]
         out[name] = score.figures(score.combined(each))
     return out
-
-
-def said(share):
-    return "-" if share is None or share[0] is None else f"{share[0]:.2f} [{share[1]:.2f}, {share[2]:.2f}]"
 
 
 def leaderboard(scores, fits=None):

@@ -53,10 +53,13 @@ def class_scores(rows):
     return out
 
 
+def said(share):
+    """A share with its interval, (share, low, high), as the tables print it; "-" where none."""
+    return "-" if share is None or share[0] is None else f"{share[0]:.2f} [{share[1]:.2f}, {share[2]:.2f}]"
+
+
 def class_lines(rows):
     """Precision, recall (Wilson intervals) and F1 per C4 class and over all."""
-    def said(e):
-        return "-" if e is None or e[0] is None else f"{e[0]:.2f} [{e[1]:.2f}, {e[2]:.2f}]"
     lines = ["per class (C4's: communication or not, slow or hung), precision and recall [95% interval], F1:"]
     scores = class_scores(rows)
     scores["strong faults"] = class_scores(strong_and_free(rows)).get("overall", (None, None, None))
