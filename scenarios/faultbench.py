@@ -7,8 +7,9 @@ file of their own beside it (``testbed.faultbench``). Every detector then reads 
 traces, never their labels, and one scorer judges its alarms one by one: precision over alarms,
 recall over faults (all, and strong ones), F1, per C4 class, with Wilson intervals; false alarms
 per hour of fault-free time; the time to detect. The detectors: the testbed's own rules (the
-operator's monitor, replayed), a Greyhound-style change-point detector on iteration times and a
-Minder-style detector of the rank that departs from its peers. ``--score DIR`` scores the traces a
+operator's monitor, replayed), a Greyhound-style change-point detector on iteration times, a
+Minder-style detector of the rank that departs from its peers, and river's Page-Hinkley drift test
+on iteration times. ``--score DIR`` scores the traces a
 run kept, without root or emulation, in seconds."""
 import argparse
 import sys
@@ -22,12 +23,11 @@ from testbed.api import TestbedError
 from testbed.experiments import fault_scores, held_out
 from testbed.experiments.benchmark import (
     DETECTORS,
-    check_traces,
     fitted,
     held_out_of_run,
     leaderboard,
-    read_split,
     score_traces,
+    splits_of,
     trace_folders,
 )
 from testbed.experiments.claims import Claim
@@ -47,7 +47,8 @@ CODE = (*EMULATION, "testbed/fidelity/diagnosis.py", "testbed/fidelity/monitor.p
         "testbed/experiments/fault_trials.py", "testbed/runs/watch.py", "testbed/emulation/faults.py",
         "testbed/faultbench/trace.py", "testbed/faultbench/labels.py", "testbed/faultbench/score.py",
         "testbed/faultbench/detectors/rules.py", "testbed/faultbench/detectors/greyhound.py",
-        "testbed/faultbench/detectors/minder.py", "testbed/faultbench/fit.py", "testbed/experiments/benchmark.py")
+        "testbed/faultbench/detectors/minder.py", "testbed/faultbench/detectors/drift.py",
+        "testbed/faultbench/fit.py", "testbed/experiments/benchmark.py")
 
 
 def add_arguments(parser):
@@ -100,10 +101,14 @@ def prepare(args):
     detectors = names(args.detector, "--detector", list(DETECTORS))
     if args.score is not None:
         folder = Path(args.score)
+        given = generation_options_given(args)
+        if given:
+            raise TestbedError(f"--score rescores the traces a run kept, as they were generated: leave out "
+                               f"{', '.join(given)} (or generate a new benchmark without --score)")
         if not trace_folders(folder):
             raise TestbedError(f"--score {folder}: no traces there: give the folder of a faultbench run (or any run "
                                "that kept traces: fault_localisation's)")
-        check_traces(trace_folders(folder) + trace_folders(folder, "train"))
+        splits_of(folder)                          # every trace and its labels checked, once
         return Plan({}, detectors, folder, None)
     for option in ("trials", "fault_free", "train_trials", "train_fault_free"):
         if getattr(args, option) < 0:
@@ -118,6 +123,15 @@ def prepare(args):
     return Plan(splits, detectors, None, seed, splits["test"].mtu)
 
 
+def generation_options_given(args):
+    """The options that generate a benchmark which `args` sets away from their defaults, as typed."""
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    return [action.option_strings[0] for action in parser._actions
+            if action.dest not in ("help", "score", "detector")
+            and getattr(args, action.dest, action.default) != action.default]
+
+
 def train_seed(seed):
     """The train split's seed: half the seeds' range away from the test split's."""
     return (seed + MAX_SEED // 2) % (MAX_SEED + 1)
@@ -127,15 +141,14 @@ def run(plan, experiment):
     if plan.score is None:
         generate(plan, experiment)
     folder = plan.score or experiment.results.path
-    traces = trace_folders(folder)
+    stored = splits_of(folder)
     module = sys.modules[__name__]
     shown = held_out_of_run(folder, module) if plan.score else held_out.of_scenario(plan.seed, module)
-    train = trace_folders(folder, "train")
-    experiment.say(f"\nfitted on {len(train)} trace(s) of the train split, scored on {len(traces)} of the test split "
-                   f"of {folder} ({shown})", section="rows")
+    experiment.say(f"\nfitted on {len(stored['train'])} trace(s) of the train split, scored on {len(stored['test'])} "
+                   f"of the test split of {folder} ({shown})", section="rows")
     started = time.monotonic()
-    fits = fitted(plan.detectors, read_split(train))
-    scores = score_traces(read_split(traces), plan.detectors, {name: params for name, (params, _) in fits.items()})
+    fits = fitted(plan.detectors, stored["train"])
+    scores = score_traces(stored["test"], plan.detectors, {name: params for name, (params, _) in fits.items()})
     lines = leaderboard(scores, fits) + [f"fitted and scored in {time.monotonic() - started:.1f} s; published beside "
                                          "them (their data, their definitions, not rerun here):"] + \
         [f"  {p}" for p in fault_scores.PUBLISHED]

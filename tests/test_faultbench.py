@@ -13,6 +13,7 @@ import pytest
 from testbed.errors import TestbedError
 from testbed.faultbench import labels, score, trace
 from testbed.faultbench.detectors import DETECTORS, Alarm
+from testbed.faultbench.detectors.drift import Drift
 from testbed.faultbench.detectors.greyhound import Greyhound
 from testbed.faultbench.detectors.minder import Minder
 from testbed.fidelity.windows import window_of
@@ -108,6 +109,19 @@ def test_greyhound_alarms_on_a_slowdown_names_its_rank_and_is_silent_on_a_steady
                          job={"hosts": ["h0", "h1", "h2", "h3"]}, iterations=iterations, queues=queues, edges=edges,
                          marks={}, events=[], paths=None)
     assert Greyhound().detect(trace.read(steady)) == []
+
+
+def test_river_s_drift_test_alarms_once_on_a_slowdown_names_its_rank_and_is_silent_on_a_steady_job(written,
+                                                                                                       tmp_path):
+    folder, _ = written
+    alarms = Drift().detect(trace.read(folder))
+    assert [(a.kind, a.place) for a in alarms] == [("rank-slow", "rank 2")], alarms
+    assert 20.0 <= alarms[0].time <= 22.0
+    iterations, queues, edges = made_up_job()
+    steady = trace.write(tmp_path / "steady", topo=LeafSpine(2, 2, 2), cadence=1.0, baseline=4, duration=DURATION,
+                         job={"hosts": ["h0", "h1", "h2", "h3"]}, iterations=iterations, queues=queues, edges=edges,
+                         marks={}, events=[], paths=None)
+    assert Drift().detect(trace.read(steady)) == []
 
 
 def test_minder_names_the_rank_that_departs_from_its_peers(written):

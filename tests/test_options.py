@@ -157,6 +157,8 @@ BAD = [  # (options, what the one line must say); every scenario's options, buil
     (["ecmp_collisions", "--bytes", "2"], "--bytes must be at least 64"),
     (["no_such_scenario"], "unknown scenario 'no_such_scenario'"),
     (["faultbench", "--score", "/nonexistent"], "--score /nonexistent: no traces there"),
+    (["faultbench", "--score", "/nonexistent", "--seed", "3", "--topology", "bigraph:2,8"],
+     "leave out --seed, --topology"),
     (["faultbench", "--detector", "rules,oracle"], "--detector: unknown oracle"),
     (["faultbench", "--trials", "0", "--fault-free", "0"], "the test split has no trials"),
     (["faultbench", "--train-trials", "-1"], "--train-trials must be at least 0"),

@@ -1,5 +1,6 @@
 """The engine's fault benchmark (``testbed.faultbench``): the traces a run kept, every detector on
 them, its score and the leaderboard; whether the traces were held out from the detectors."""
+import functools
 import json
 from pathlib import Path
 
@@ -28,19 +29,30 @@ def labels_of(folder):
     return folder.parent / f"{folder.name}-labels.parquet"
 
 
-def check_traces(folders):
-    """Each trace checked (``trace.check``) and its labels beside it, read: one line saying why not."""
+def read_split(folders):
+    """[(trace, labels)] of the traces in `folders`, each read once (``trace.read`` checks its
+    format and each table's bytes) with the labels beside it: one line saying why not."""
+    split = []
     for folder in folders:
-        trace.check(folder)
+        read = trace.read(folder)
         if not labels_of(folder).is_file():
             raise TestbedError(f"{folder}: its labels ({labels_of(folder).name}) are not beside it: a trace is scored "
                                "against the labels its run wrote")
-        labels.read(labels_of(folder))
+        split.append((read, labels.read(labels_of(folder))))
+    return split
 
 
-def read_split(folders):
-    """[(trace, labels)] of the traces in `folders`, each read once."""
-    return [(trace.read(folder), labels.read(labels_of(folder))) for folder in folders]
+def splits_of(folder):
+    """{"train", "test": [(trace, labels)]} of the traces a run kept in `folder` (``read_split``),
+    read and checked once in a process while their manifests are unchanged: a scenario's prepare,
+    its fingerprint's and its run share them."""
+    folders = trace_folders(folder, "train") + trace_folders(folder)
+    return _splits(str(folder), tuple((str(f), (f / trace.MANIFEST).stat().st_mtime_ns) for f in folders))
+
+
+@functools.lru_cache(maxsize=2)
+def _splits(folder, _manifests):
+    return {split: read_split(trace_folders(folder, split)) for split in SPLITS}
 
 
 def fitted(detectors, train):

@@ -175,11 +175,12 @@ def changed(old, new):
 
 def of_run(module, args, seed=None):
     """The fingerprint of what `args` ask of a scenario module (parsed by run_scenario.py's parser):
-    its plan, with `seed` where the run drew it (args give none), the emulation's layout (slots, CPU
+    its plan, with `seed` where the run drew it (args give none; a plan with no seed, such as a
+rescoring of stored traces, draws none), the emulation's layout (slots, CPU
     placement, machines), and the scenario's code half."""
     args = argparse.Namespace(**vars(args))
-    if getattr(args, "seed", 0) is None:
-        args.seed = 0 if seed is None else seed
+    if getattr(args, "seed", 0) is None and seed is not None:
+        args.seed = seed
     settings = {"slots": getattr(args, "slots", 1), "cpu_placement": getattr(args, "cpu_placement", "auto"),
                 "machines": bool(getattr(args, "machines", None)),
                 "control_class": getattr(args, "control_class", "on")}
