@@ -384,6 +384,34 @@ def test_a_ranks_few_ms_of_drift_on_a_long_step_is_not_a_slow_rank():
     assert (found.kind, found.where) == ("rank-slow", "rank 1")
 
 
+def test_a_stall_that_began_while_a_link_on_the_rank_s_paths_was_out_is_not_a_hung_rank():
+    """TCP backs off while a link is down: the step it held ends seconds after the link is back.
+    That stall is neither a hung rank nor healthy; the same stall with the outage on a link the
+    rank's data never crosses, or with no outage, is a hung rank."""
+    from testbed.fidelity.diagnosis import UNDECIDED, Window, diagnose
+    topo = LeafSpine(2, 2, 2)                       # ranks 0-3 on h0-h3; h0 h1 on leaf0
+
+    def iteration(t0, stall=0.0):
+        """Four ranks in a ring, one 40 ms step each; rank 1's step `stall` s longer."""
+        return [{"start": t0, "steps": [[t0, t0 + 0.040 + (stall if r == 1 else 0.0), (r - 1) % 4, (r + 1) % 4,
+                                         False]], "retrans": []} for r in range(4)]
+
+    host_link = lambda h: next(lk for lk in topo.links if h in (lk.a, lk.b))
+    paths = {(r, (r + 1) % 4): frozenset({host_link(f"h{r}"), host_link(f"h{(r + 1) % 4}")}) for r in range(4)}
+    before = Window([iteration(k * 0.05) for k in range(20)], {}, [])
+    stalled = Window([iteration(10.5, stall=6.0)], {}, [])             # began at 10.5, ended at 16.54
+    switch, port = next((n, p) for n, p in host_link("h1").ends() if n in topo.switches)
+    outage = [(10.2, switch, port, False), (12.0, switch, port, True)]
+    found = diagnose(topo, before, Window(**dict(stalled.__dict__, history=outage)), paths)
+    assert found.kind == UNDECIDED and "retransmission timer" in found.evidence, found
+    switch, port = next((n, p) for n, p in host_link("h3").ends() if n in topo.switches)   # not rank 1's
+    elsewhere = [(10.2, switch, port, False), (12.0, switch, port, True)]
+    assert diagnose(topo, before, Window(**dict(stalled.__dict__, history=elsewhere)), paths).kind == "rank-hung"
+    assert diagnose(topo, before, stalled, paths).kind == "rank-hung"
+    long_ago = [(t - 8.0, s, p, u) for t, s, p, u in outage]      # back up 6.5 s before the stall began
+    assert diagnose(topo, before, Window(**dict(stalled.__dict__, history=long_ago)), paths).kind == "rank-hung"
+
+
 def test_a_standing_shift_is_one_incident_and_becomes_the_new_normal():
     """A queue that rises at 10 s and stays (a shift, not a fault that ends) raises one incident,
     stands STANDING_WINDOWS windows and is then the monitor's baseline: no alarm after, and a

@@ -43,7 +43,12 @@ with a window before it (a fault-free trial's, or the job's own first iterations
   clear-to-send, its receiver's being ready, to its step's end; and, for the first step, how much
   later than the first rank it started.
   A rank waiting for data that came late owes nothing; the rank that made it late does. A rank with
-  one own delay of HANG_S or more (HANG_RATIO times the most before) is hung. A rank held back by
+  one own delay of HANG_S or more (HANG_RATIO times the most before) is hung, unless that stall
+  began while a link on its paths was down, or RECOVERY_S or less after the link went down or came
+  back (``outage_on_paths``): TCP's retransmission timer, backed off while the link was out, holds
+  the rank's step for seconds after the cable is back (measured: 1.9-7.9 s, raised 1.8-5.1 s after
+  the link came back, 5 of 8 false alarms in a faultbench run). Such a window is UNDECIDED: not the
+  rank's fault, and not a healthy window for the baseline. A rank held back by
   its CPU (a share too small for it) stalls now and then, for up to a scheduling period: its own
   delays spike. A spike is what an own delay has above SPIKE_TIMES x the window's median own delay
   plus SPIKE_FLOOR_S; a rank whose spikes grew by SPIKE_GROWTH_S or more per step on average,
@@ -71,7 +76,7 @@ SPIKE_TIMES, SPIKE_FLOOR_S, SPIKE_GROWTH_S = 2.0, 0.005, 0.001
 LOSS_LEAST, LOSS_RATIO = 3, 3.0           # segments retransmitted in a window; times the baseline's per window
 RECOVERY_S = 4.0          # after a port event on a link, its paths' retransmissions are recovery (RTO backoff)
 KINDS = ("none", "link-slow", "link-down", "switch-down", "rank-slow", "rank-hung")
-UNDECIDED = "undecided"   # not a finding: a queue grew where too little backlog tells what it is
+UNDECIDED = "undecided"   # not a finding: a queue grew too briefly to tell, or a stall an outage explains
 
 
 @dataclass(frozen=True)
@@ -95,7 +100,8 @@ class Window:
     packets, bytes, drops, bytes sent)]} (``probes.queues``); events = [(time, switch, port, up)];
     edges: the hosts' own egress FIFOs, sampled as queues are (their drops only are read); earlier:
     port events before the window that bear on it, which the monitor keeps (``recent_events``);
-    marks: with ECN marking, {port: [(time, packets marked since the marker was attached)]}."""
+    marks: with ECN marking, {port: [(time, packets marked since the marker was attached)]};
+    history: every port event before the window (a stall may have begun long before it)."""
     timing: list
     queues: dict
     events: list
@@ -103,6 +109,7 @@ class Window:
     edges: dict = field(default_factory=dict)
     earlier: list = field(default_factory=list)
     marks: dict = field(default_factory=dict)
+    history: list = field(default_factory=list)     # every port event the monitor saw before the window
 
     def each(self):
         """The windows this one was merged from, or itself alone."""
@@ -296,8 +303,39 @@ def loss_finding(topo, before, after, paths):
                    f"{votes[link]} segments" + (f"; the paths cannot tell it from {', '.join(tied)}" if tied else ""))
 
 
-def hang_finding(before, after):
-    """rank-hung from the ranks' own delays, or None."""
+def longest_stalls(timing):
+    """{rank: (its longest own delay in the window's iterations, when that delay began)}"""
+    out = {}
+    for iteration in timing:
+        for r, delays in own_delays(iteration).items():
+            ends = [iteration[r]["start"]] + [step[1] for step in iteration[r]["steps"]]
+            for delay, end in zip(delays, ends):
+                if r not in out or delay > out[r][0]:
+                    out[r] = (delay, end - delay)
+    return out
+
+
+def outage_on_paths(topo, window, paths, rank, began):
+    """A link on `rank`'s paths (its data to or from any peer) that was down when its stall began
+    at `began`, or went down or came back RECOVERY_S or less before then or since; None where there
+    is none or the job's paths are unknown."""
+    if not paths:
+        return None
+    crossed = set().union(*(links for pair, links in paths.items() if rank in pair))
+    last = {}
+    for t, switch, port, up in sorted([*window.history, *window.events]):
+        link = topo.link_at(switch, port)
+        if link not in crossed:
+            continue
+        if t >= began - RECOVERY_S:
+            return link
+        last[link] = up
+    return next((link for link, up in last.items() if not up), None)
+
+
+def hang_finding(before, after, topo=None, paths=None):
+    """rank-hung from the ranks' own delays, UNDECIDED where a link on the hung rank's paths was out
+    when its stall began (``outage_on_paths``), or None."""
     now, was = window_delays(after.timing), window_delays(before.timing)
     if len(now) < 2:
         return None
@@ -305,16 +343,20 @@ def hang_finding(before, after):
     before_worst = max((x for xs in was.values() for x in xs), default=0.0)
     hung = max(worst, key=worst.get)
     second = sorted(worst.values())[-2]
-    if worst[hung] >= HANG_S and worst[hung] >= HANG_RATIO * before_worst:
-        return Finding("rank-hung", f"rank {hung}", 1 - second / worst[hung],
-                       f"rank {hung} held the others up {worst[hung]:.2f} s in one step (before, any rank at most "
-                       f"{before_worst:.3f} s)")
-    return None
+    if worst[hung] < HANG_S or worst[hung] < HANG_RATIO * before_worst:
+        return None
+    held = f"rank {hung} held the others up {worst[hung]:.2f} s in one step"
+    out = outage_on_paths(topo, after, paths, hung, longest_stalls(after.timing)[hung][1]) if topo else None
+    if out is not None:
+        return Finding(UNDECIDED, "", 0.0, f"{held}, a stall that began while {link_label(topo, out)} on its "
+                       "paths was out or just back: TCP's retransmission timer, not the rank")
+    return Finding("rank-hung", f"rank {hung}", 1 - second / worst[hung],
+                   f"{held} (before, any rank at most {before_worst:.3f} s)")
 
 
-def rank_finding(before, after):
-    """rank-hung or rank-slow from the ranks' own delays, or None."""
-    return hang_finding(before, after) or slow_finding(before, after)
+def rank_finding(before, after, topo=None, paths=None):
+    """rank-hung or rank-slow from the ranks' own delays, or None (UNDECIDED: ``hang_finding``)."""
+    return hang_finding(before, after, topo, paths) or slow_finding(before, after)
 
 
 def slow_finding(before, after):
@@ -394,9 +436,10 @@ def diagnose(topo, before, after, paths=None):
     """The fault that `after` shows against `before` (Windows), in the order an operator trusts the
     evidence: port events, queues, a hung rank, retransmissions (where the job's `paths` are known:
     see ``loss_finding``), then the ranks' own timings; Finding('none') when nothing stands out,
-    Finding(UNDECIDED) when a queue grew too briefly to judge (no finding yet: the next window tells)."""
+    Finding(UNDECIDED) when a queue grew too briefly to judge (no finding yet: the next window tells)
+    or a rank's stall began while a link on its paths was out (``hang_finding``)."""
     for rule in (lambda: port_finding(topo, before, after), lambda: queue_finding(topo, before, after),
-                 lambda: hang_finding(before, after), lambda: loss_finding(topo, before, after, paths),
+                 lambda: hang_finding(before, after, topo, paths), lambda: loss_finding(topo, before, after, paths),
                  lambda: slow_finding(before, after)):
         finding = rule()
         if finding is not None:

@@ -82,7 +82,8 @@ class Monitor:
         raised = []
         while self.next + self.cadence <= now:
             span = (self.next, self.next + self.cadence)
-            window = dataclasses.replace(self.window_of(*span), earlier=recent_events(self.events, span[0]))
+            window = dataclasses.replace(self.window_of(*span), earlier=recent_events(self.events, span[0]),
+                                         history=list(self.events))
             self.events += window.events
             finding = diagnose(self.topo, merged(self.healthy), window, self.paths) \
                 if len(self.healthy) == self.healthy.maxlen else None
