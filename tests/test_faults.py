@@ -384,10 +384,11 @@ def test_a_ranks_few_ms_of_drift_on_a_long_step_is_not_a_slow_rank():
     assert (found.kind, found.where) == ("rank-slow", "rank 1")
 
 
-def test_a_stall_that_began_while_a_link_on_the_rank_s_paths_was_out_is_not_a_hung_rank():
-    """TCP backs off while a link is down: the step it held ends seconds after the link is back.
-    That stall is neither a hung rank nor healthy; the same stall with the outage on a link the
-    rank's data never crosses, or with no outage, is a hung rank."""
+def test_a_stall_that_began_while_a_link_on_the_rank_s_paths_was_out_is_not_a_hung_or_slow_rank():
+    """TCP backs off while a link is down: the step it held ends up to seconds after the link is
+    back. That stall is neither a hung rank nor healthy, nor is a shorter one a slow rank; the same
+    stalls with the outage on a link the rank's data never crosses, long before, or with no outage,
+    are a hung and a slow rank."""
     from testbed.fidelity.diagnosis import UNDECIDED, Window, diagnose
     topo = LeafSpine(2, 2, 2)                       # ranks 0-3 on h0-h3; h0 h1 on leaf0
 
@@ -410,6 +411,9 @@ def test_a_stall_that_began_while_a_link_on_the_rank_s_paths_was_out_is_not_a_hu
     assert diagnose(topo, before, stalled, paths).kind == "rank-hung"
     long_ago = [(t - 8.0, s, p, u) for t, s, p, u in outage]      # back up 6.5 s before the stall began
     assert diagnose(topo, before, Window(**dict(stalled.__dict__, history=long_ago)), paths).kind == "rank-hung"
+    spiked = Window([iteration(10.5, stall=0.3), iteration(10.9), iteration(11.0)], {}, [])
+    assert diagnose(topo, before, spiked, paths).kind == "rank-slow"
+    assert diagnose(topo, before, Window(**dict(spiked.__dict__, history=outage[:1])), paths).kind == UNDECIDED
 
 
 def test_a_standing_shift_is_one_incident_and_becomes_the_new_normal():

@@ -43,12 +43,7 @@ with a window before it (a fault-free trial's, or the job's own first iterations
   clear-to-send, its receiver's being ready, to its step's end; and, for the first step, how much
   later than the first rank it started.
   A rank waiting for data that came late owes nothing; the rank that made it late does. A rank with
-  one own delay of HANG_S or more (HANG_RATIO times the most before) is hung, unless that stall
-  began while a link on its paths was down, or RECOVERY_S or less after the link went down or came
-  back (``outage_on_paths``): TCP's retransmission timer, backed off while the link was out, holds
-  the rank's step for seconds after the cable is back (measured: 1.9-7.9 s, raised 1.8-5.1 s after
-  the link came back, 5 of 8 false alarms in a faultbench run). Such a window is UNDECIDED: not the
-  rank's fault, and not a healthy window for the baseline. A rank held back by
+  one own delay of HANG_S or more (HANG_RATIO times the most before) is hung. A rank held back by
   its CPU (a share too small for it) stalls now and then, for up to a scheduling period: its own
   delays spike. A spike is what an own delay has above SPIKE_TIMES x the window's median own delay
   plus SPIKE_FLOOR_S; a rank whose spikes grew by SPIKE_GROWTH_S or more per step on average,
@@ -58,7 +53,13 @@ with a window before it (a fault-free trial's, or the job's own first iterations
   named only where the job's iterations took JOB_SHIFT longer than before or more: a rank that
   costs the job less is not a fault an operator is paged for (Greyhound alarms only on a shift of
   10% or more; without it, ranks a few ms behind the others on a job running at full speed raised
-  most of the false alarms).
+  most of the false alarms). A rank hung or slow is named only where its longest stall in the
+  window did not begin while a link on its paths was down, or RECOVERY_S or less after the link
+  went down or came back (``unless_recovering``): TCP's retransmission timer, backed off while the
+  link was out, holds the rank's step for up to seconds after the cable is back (measured: hangs of
+  1.9-7.9 s raised 1.8-5.1 s after the link came back, 5 of 8 false alarms in a faultbench run;
+  after the hang rule learnt it, spikes of 0.1-0.67 s named slow ranks, 5 of 5 in the next). Such
+  a window is UNDECIDED: not the rank's fault, and not a healthy window for the baseline.
 - none: nothing stands out. With ECN marking (``--ecn``) the ports that marked in the window are
   named as congestion, not a fault: a port that marks holds a queue above K, which its link's rate
   drains (a slowed link is named by the queue rule above first), as a second job's traffic does.
@@ -333,9 +334,8 @@ def outage_on_paths(topo, window, paths, rank, began):
     return next((link for link, up in last.items() if not up), None)
 
 
-def hang_finding(before, after, topo=None, paths=None):
-    """rank-hung from the ranks' own delays, UNDECIDED where a link on the hung rank's paths was out
-    when its stall began (``outage_on_paths``), or None."""
+def hang_finding(before, after):
+    """rank-hung from the ranks' own delays, or None."""
     now, was = window_delays(after.timing), window_delays(before.timing)
     if len(now) < 2:
         return None
@@ -343,20 +343,29 @@ def hang_finding(before, after, topo=None, paths=None):
     before_worst = max((x for xs in was.values() for x in xs), default=0.0)
     hung = max(worst, key=worst.get)
     second = sorted(worst.values())[-2]
-    if worst[hung] < HANG_S or worst[hung] < HANG_RATIO * before_worst:
+    if worst[hung] >= HANG_S and worst[hung] >= HANG_RATIO * before_worst:
+        return Finding("rank-hung", f"rank {hung}", 1 - second / worst[hung],
+                       f"rank {hung} held the others up {worst[hung]:.2f} s in one step (before, any rank at most "
+                       f"{before_worst:.3f} s)")
+    return None
+
+
+def unless_recovering(finding, topo, after, paths):
+    """A rank's `finding` (rank-hung or rank-slow), or UNDECIDED where that rank's longest stall in
+    `after` began while a link on its paths was out or just back (``outage_on_paths``)."""
+    if finding is None:
         return None
-    held = f"rank {hung} held the others up {worst[hung]:.2f} s in one step"
-    out = outage_on_paths(topo, after, paths, hung, longest_stalls(after.timing)[hung][1]) if topo else None
-    if out is not None:
-        return Finding(UNDECIDED, "", 0.0, f"{held}, a stall that began while {link_label(topo, out)} on its "
-                       "paths was out or just back: TCP's retransmission timer, not the rank")
-    return Finding("rank-hung", f"rank {hung}", 1 - second / worst[hung],
-                   f"{held} (before, any rank at most {before_worst:.3f} s)")
+    rank = int(finding.where.split()[-1])
+    out = outage_on_paths(topo, after, paths, rank, longest_stalls(after.timing)[rank][1])
+    if out is None:
+        return finding
+    return Finding(UNDECIDED, "", 0.0, f"{finding.evidence}; its longest stall began while {link_label(topo, out)} "
+                   "on its paths was out or just back: TCP's retransmission timer, not the rank")
 
 
-def rank_finding(before, after, topo=None, paths=None):
-    """rank-hung or rank-slow from the ranks' own delays, or None (UNDECIDED: ``hang_finding``)."""
-    return hang_finding(before, after, topo, paths) or slow_finding(before, after)
+def rank_finding(before, after):
+    """rank-hung or rank-slow from the ranks' own delays, or None."""
+    return hang_finding(before, after) or slow_finding(before, after)
 
 
 def slow_finding(before, after):
@@ -439,8 +448,9 @@ def diagnose(topo, before, after, paths=None):
     Finding(UNDECIDED) when a queue grew too briefly to judge (no finding yet: the next window tells)
     or a rank's stall began while a link on its paths was out (``hang_finding``)."""
     for rule in (lambda: port_finding(topo, before, after), lambda: queue_finding(topo, before, after),
-                 lambda: hang_finding(before, after, topo, paths), lambda: loss_finding(topo, before, after, paths),
-                 lambda: slow_finding(before, after)):
+                 lambda: unless_recovering(hang_finding(before, after), topo, after, paths),
+                 lambda: loss_finding(topo, before, after, paths),
+                 lambda: unless_recovering(slow_finding(before, after), topo, after, paths)):
         finding = rule()
         if finding is not None:
             return finding
