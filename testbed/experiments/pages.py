@@ -52,6 +52,7 @@ FIGURE = re.compile(r"<!-- fig: (.+?) -->(.*?)<!-- /fig -->", re.DOTALL)
 FIGURE_DATAPATH = "user"
 GUIDES = ROOT / "docs" / "lab"
 MAX_ROW_LINES = 40
+FOLD_ROW_LINES = 12     # rows above this many are folded under a summary line, the summary shown
 OPTIONS = re.compile(r"## Options\n\n```\n.*?```\n", re.DOTALL)
 WIDTH = "100"         # the width the pages' Options blocks are written at
 
@@ -100,16 +101,26 @@ def machine_class(record):
 
 def output_lines(record):
     """The run's output as the page shows it: header, rows (the first MAX_ROW_LINES) and summary,
-    with its fabric checks (each with its emulator verdict) folded under a summary line."""
+    with its fabric checks (each with its emulator verdict) folded under a summary line, and its
+    rows too where they are more than FOLD_ROW_LINES: a reader sees the summary first."""
     out = record["output"]
     rows = out.get("rows", [])
     shown = rows[:MAX_ROW_LINES] + ([f"({len(rows) - MAX_ROW_LINES} more rows in the record)"]
                                     if len(rows) > MAX_ROW_LINES else [])
     checks = out.get("checks", [])
-    folded = ["<details><summary>The fabric checks before the run, each saying whether the emulator was the "
-              f"bottleneck ({len(checks)} lines)</summary>", "", *code(checks), "", "</details>", ""] if checks else []
+    folded = folded_lines("The fabric checks before the run, each saying whether the emulator was the bottleneck "
+                          f"({len(checks)} lines)", checks) if checks else []
+    if len(rows) > FOLD_ROW_LINES:
+        folded += folded_lines(f"The run's rows as it printed them ({len(rows)} lines"
+                               + (f", the first {MAX_ROW_LINES} here" if len(rows) > MAX_ROW_LINES else "") + ")",
+                               shown)
+        shown = []
     header = code(out.get("header", []))
     return [*header, *([""] if header and folded else []), *folded, *code(shown + out.get("summary", []))]
+
+
+def folded_lines(summary, lines):
+    return [f"<details><summary>{summary}</summary>", "", *code(lines), "", "</details>", ""]
 
 
 def code(lines):
