@@ -108,7 +108,7 @@ def add_arguments(parser):
     parser.add_argument("--job", action="append", default=None, metavar="SPEC",
                         help="a job: allreduce:RANKS:BYTES:COMPUTE_MS (a data-parallel job) or a SimAI workload "
                              f"FILE; once per job (default {' and '.join(DEFAULT_JOBS)})")
-    parser.add_argument("--placement", default="spread",
+    parser.add_argument("--placement", default="fragmented",
                         help=f"{', '.join(PLACEMENTS)}, or a JSON file of each job's hosts, [[h0, h1, ...], ...] "
                              "(default %(default)s)")
     parser.add_argument("--schemes", default=",".join(SCHEMES),

@@ -187,7 +187,7 @@ BAD = [  # (options, what the one line must say); every scenario's options, buil
     (["multi_job", "--job", "allreduce:8:1048576:100"], "needs two jobs or more"),
     (["multi_job", "--job", "allreduce:16:1048576:1", "--job", "allreduce:16:1048576:1"], "the jobs need 32"),
     (["multi_job", "--schemes", "fast"], "--schemes: unknown fast"),
-    (["multi_job", "--placement", "nowhere.json"], "use one of packed, spread, random"),
+    (["multi_job", "--placement", "nowhere.json"], "use one of packed, spread, fragmented, random"),
     (["multi_job", "--trials", "1"], "--trials must be at least 2"),
     (["multi_job", "--priority", "fair"], "invalid choice: 'fair'"),
     (["fault_localisation", "--kinds", "meteor"], "--kinds: unknown meteor"),

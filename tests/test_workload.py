@@ -6,7 +6,7 @@ import pytest
 
 from scenarios.training_scaling import system_fabric
 from testbed.collectives import workload
-from testbed.collectives.placements import place_jobs
+from testbed.collectives.placements import nccl_ring, place_jobs
 from testbed.errors import TestbedError
 from testbed.probes.collisions import predicted_collided_steps
 from testbed.routing.plan import deterministic_routes
@@ -132,6 +132,22 @@ def test_a_tensor_parallel_group_is_one_servers_accelerators_and_data_parallel_c
     hosts = place_jobs(hpn, [16])[0]
     rails = [{hpn.hosts[hosts[r]].rail for r in g} for g in gpt.groups().groups("DP")]
     assert rails == [{0}, {1}, {2}, {3}]       # a data-parallel group stays on its rail, as HPN places it
+
+
+def test_fragmented_jobs_cross_segments_at_every_server_hop_and_meet_there():
+    hpn = HPN7(2, 4, 2, 2)                     # two segments of four servers of two accelerators
+    jobs = place_jobs(hpn, [8, 8], "fragmented")
+    for hosts in jobs:
+        ring = nccl_ring(hpn, hosts)
+        servers = [hpn.hosts[h].server for h in ring]
+        hops = [(a, b) for a, b in zip(ring, ring[1:] + ring[:1]) if hpn.hosts[a].server != hpn.hosts[b].server]
+        assert len(set(servers)) == 4 and len(hops) == 4
+        assert all(hpn.segment_of(hpn.hosts[a]) != hpn.segment_of(hpn.hosts[b]) for a, b in hops)
+    spread = place_jobs(hpn, [8, 8], "spread")
+    crossing = [sum(hpn.segment_of(hpn.hosts[a]) != hpn.segment_of(hpn.hosts[b])
+                    for a, b in zip(ring, ring[1:] + ring[:1])) for ring in (nccl_ring(hpn, h) for h in spread)]
+    assert crossing == [2, 2]                  # spread keeps half its hops inside a segment
+    assert sorted(h for hosts in jobs for h in hosts) == sorted(hpn.hosts)
 
 
 def test_bus_bytes_and_the_scale_up_domains_time():

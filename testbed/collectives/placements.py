@@ -5,6 +5,7 @@ alternating layers, Halving-Doubling in rank order (plain HD) or with EFLOPS' ra
 the other collectives' variants are in ``COLLECTIVE_VARIANTS``.
 """
 import random
+from itertools import zip_longest
 
 from testbed.collectives.matchings import perfect_rounds
 from testbed.collectives.schedules import (
@@ -234,7 +235,7 @@ def place(variant, topo, collective="allreduce"):
     return schedule, hosts
 
 
-PLACEMENTS = ("packed", "spread", "random")
+PLACEMENTS = ("packed", "spread", "fragmented", "random")
 
 
 def nccl_ring(topo, hosts):
@@ -268,8 +269,11 @@ def place_jobs(topo, sizes, how="packed", seed=0):
     """[host per rank] for jobs of `sizes` ranks sharing a fabric, Megatron's rank order filling
     servers so that consecutive ranks (a tensor-parallel group) share one: packed (each job on the
     next free servers), spread (the jobs' servers interleaved: job k on servers k, k + jobs, ...),
-    random (servers shuffled from `seed`). A job takes whole servers where its size is a multiple
-    of theirs, else the accelerators in order."""
+    fragmented (each job on the next free servers of a list that takes them from every rack in
+    turn: a job's consecutive servers sit in different segments or leaves, as a busy cluster's
+    scheduler hands out whatever is free, so every hop of its ring crosses the tier above the
+    racks), random (servers shuffled from `seed`). A job takes whole servers where its size is a
+    multiple of theirs, else the accelerators in order."""
     boxes = servers(topo)
     width = len(boxes[0])
     if any(len(b) != width for b in boxes):
@@ -282,6 +286,8 @@ def place_jobs(topo, sizes, how="packed", seed=0):
     order = list(range(len(boxes)))
     if how == "random":
         random.Random(seed).shuffle(order)
+    if how == "fragmented":
+        order = [s for turn in zip_longest(*rack_servers(topo, boxes)) for s in turn if s is not None]
     needed = [-(-size // width) for size in sizes]
     if how == "spread":
         turns, owner = [], {}
@@ -294,6 +300,15 @@ def place_jobs(topo, sizes, how="packed", seed=0):
         for job, n in enumerate(needed):
             owner[job], at = order[at:at + n], at + n
     return [[h for s in owner[job] for h in boxes[s]][:size] for job, size in enumerate(sizes)]
+
+
+def rack_servers(topo, boxes):
+    """[[server index per server of the rack] per rack] of `servers(topo)`'s `boxes`, by ``racks``."""
+    rack_of = {h: k for k, rack in enumerate(racks(topo)) for h in rack}
+    by = {}
+    for s, box in enumerate(boxes):
+        by.setdefault(rack_of[box[0]], []).append(s)
+    return [by[k] for k in sorted(by)]
 
 
 def racks(topo):
