@@ -3,7 +3,8 @@ sitting: the peers' ranks run in the same emulated hosts, over the same shaped l
 the other.
 
     sudo .venv/bin/python -m bench.allreduce_peers [--topology bigraph:2,8] [--sizes 1024,4096,1048576]
-                                                   [--iters 20] [--openmpi 0,3,4,6] [--out FILE]
+                                                   [--iters 20] [--openmpi 0,3,4,6] [--openmpi-idle sleep|spin]
+                                                   [--out FILE]
 
 It installs what the peers need where missing (Debian's openmpi-bin; mpi4py and the CPU build of
 torch from PyPI) and says so. OpenMPI runs its tuned default and each forced algorithm of
@@ -11,9 +12,14 @@ torch from PyPI) and says so. OpenMPI runs its tuned default and each forced alg
 by ``peers/rsh_agent.py``; TCP only, not bound to cores, yielding when idle); gloo its allreduce.
 Every peer's result is checked against the sum each rank expects, as the project's are against
 numpy. The fabric has no control class (``control_class=False``): the project's clear-to-sends and
-ACKs queue with data as the peers' do. What the comparison does not even out is each peer's CPU:
-OpenMPI's ranks poll for progress, 16 of them on this machine's 2 cores, where the project's ranks
-and gloo's wait in the kernel. Writes JSON.
+ACKs queue with data as the peers' do.
+
+OpenMPI's idle ranks poll for progress and call sched_yield() between polls, which returns at once
+when every core is busy: 16 ranks on 2 cores spin. ``--openmpi-idle sleep`` (the default) preloads
+``peers/yield_sleeps.c`` into them, so a yield sleeps 50 us and the CPU goes to the rank with
+work, as an oversubscribed MPI user arranges; ``spin`` leaves OpenMPI as it comes. Each peer's run
+is watched like the project's and its CPU verdict printed: a peer whose ranks kept the machine busy
+says so. Writes JSON.
 """
 import argparse
 import importlib.util
@@ -26,6 +32,7 @@ import tempfile
 from pathlib import Path
 
 import testbed
+from testbed.fidelity.verdict import describe
 from testbed.report.folder import RESULTS_ROOT
 
 HERE = Path(__file__).resolve().parent / "peers"
@@ -51,7 +58,19 @@ def in_host(emu, host, args, **kwargs):
                           capture_output=True, text=True, **kwargs)
 
 
-def openmpi(emu, hosts, sizes, iters, algorithm, folder):
+def yield_sleeps(folder):
+    """peers/yield_sleeps.c built into `folder`: the library OpenMPI's ranks preload."""
+    compiler = shutil.which("cc") or shutil.which("clang")
+    if compiler is None:
+        print("installing Debian's gcc (to build the sched_yield shim)", flush=True)
+        subprocess.run(["apt-get", "install", "-y", "-q", "gcc"], check=True)
+        compiler = "cc"
+    built = folder / "libyield_sleeps.so"
+    subprocess.run([compiler, "-O2", "-shared", "-fPIC", "-o", str(built), str(HERE / "yield_sleeps.c")], check=True)
+    return built
+
+
+def openmpi(emu, hosts, sizes, iters, algorithm, folder, preload=None):
     pids = folder / "pids.json"
     pids.write_text(json.dumps({h: emu.emulation.host(h).pid for h in hosts}))
     hostfile = folder / "hostfile"
@@ -63,7 +82,7 @@ def openmpi(emu, hosts, sizes, iters, algorithm, folder):
         "--mca", "plm_rsh_agent", str(HERE / "rsh_agent.py"), "--mca", "plm_rsh_no_tree_spawn", "1",
         "--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include", "10.0.0.0/8",
         "--mca", "oob_tcp_if_include", "10.0.0.0/8", "--mca", "mpi_yield_when_idle", "1", *tuned,
-        "-x", f"TESTBED_PEER_PIDS={pids}", "-x", "PATH",
+        "-x", f"TESTBED_PEER_PIDS={pids}", "-x", "PATH", *(["-x", f"LD_PRELOAD={preload}"] if preload else []),
         sys.executable, str(HERE / "mpi_allreduce.py"), ",".join(map(str, sizes)), str(iters)],
         timeout=900, env={"TESTBED_PEER_PIDS": str(pids), "PATH": "/usr/bin:/bin:/usr/sbin:/sbin"})
     if done.returncode:
@@ -93,6 +112,9 @@ def main(argv):
     parser.add_argument("--openmpi", default=",".join(map(str, OPENMPI_ALGORITHMS)),
                         help="OpenMPI's allreduce algorithms to run, by number: "
                              + ", ".join(f"{n} {name}" for n, name in OPENMPI_ALGORITHMS.items()) + " (default all)")
+    parser.add_argument("--openmpi-idle", choices=("sleep", "spin"), default="sleep",
+                        help="OpenMPI's idle ranks: sleep (sched_yield preloaded as a 50 us sleep) or spin "
+                             "(as OpenMPI comes) (default %(default)s)")
     parser.add_argument("--out", default=str(RESULTS_ROOT / "bench" / "allreduce_peers.json"))
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -102,22 +124,38 @@ def main(argv):
     ensure_peers()
     topo = testbed.fabric(args.topology)
     hosts = sorted(topo.hosts, key=lambda h: topo.hosts[h].index)
-    times = {}                   # (who, size) -> seconds
+    times, cpu = {}, {}          # (who, size) -> seconds; who -> the CPU verdict of its run
     with tempfile.TemporaryDirectory() as tmp, testbed.emulate(topo, folder=tmp, control_class=False) as emu:
+        preload = yield_sleeps(Path(tmp)) if args.openmpi_idle == "sleep" else None
+
         def got(who, size, seconds):
             times[who, size] = seconds
             print(f"  {who} at {size} B: {seconds * 1e3:.2f} ms", flush=True)
 
+        def watched(who, rows):
+            cpu[who] = rows.result()
+            print(f"  {who}: {describe(cpu[who])}", flush=True)
+
         for c in emu.sweep(OURS, sizes, iters=args.iters, warmup=1):
             assert c.wrong == 0, c
-            got(f"testbed {c.algorithm}" + (f" ({c.chose})" if c.algorithm == "auto" else ""), c.size, c.time_us / 1e6)
+            who = f"testbed {c.algorithm}" + (f" ({c.chose})" if c.algorithm == "auto" else "")
+            got(who, c.size, c.time_us / 1e6)
+            if "busiest_core" in c.row:
+                print(f"    {describe(c.row)}", flush=True)
+        idle = "" if preload else ", spinning"
         for number, name in ((n, OPENMPI_ALGORITHMS[n]) for n in chosen):
-            for r in openmpi(emu, hosts, sizes, args.iters, number, Path(tmp)):
+            with emu.cpu_monitor() as watch:
+                done = openmpi(emu, hosts, sizes, args.iters, number, Path(tmp), preload)
+            for r in done:
                 assert r["wrong"] == 0, (name, r)
-                got(f"OpenMPI {name}", r["size"], r["seconds"])
-        for r in gloo(emu, hosts, sizes, args.iters):
+                got(f"OpenMPI {name}{idle}", r["size"], r["seconds"])
+            watched(f"OpenMPI {name}{idle}", watch)
+        with emu.cpu_monitor() as watch:
+            done = gloo(emu, hosts, sizes, args.iters)
+        for r in done:
             assert r["wrong"] == 0, r
             got("gloo", r["size"], r["seconds"])
+        watched("gloo", watch)
     rows = []
     for size in sizes:
         mine = {who: t for (who, s), t in times.items() if s == size}
@@ -132,7 +170,8 @@ def main(argv):
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"topology": topo.name, "ranks": len(hosts), "rate_mbit": topo.rate,
-                               "iters": args.iters, "control_class": False, "rows": rows,
+                               "iters": args.iters, "control_class": False, "openmpi_idle": args.openmpi_idle,
+                               "peers_cpu": cpu, "rows": rows,
                                "auto_over_fastest_peer_median": statistics.median(r["auto_over_fastest_peer"]
                                                                                   for r in rows)}, indent=1))
     print(f"written: {out}")
