@@ -4,7 +4,10 @@ throughput(N) / ((N / N0) x throughput(N0)), N0 the smallest N.
 
 - bigraph-hdrm: EFLOPS' system, BiGraph with a NIC per accelerator, HDRM; from 16 ranks on, its
   servers are EFLOPS' (4 accelerators on one switch: BiGraph(4, N/4, c), c parallel links enough
-  for HDRM, c = 2 at 16), below that one accelerator per switch (BiGraph(1, N));
+  for HDRM, c = 2 at 16), below that one accelerator per switch (BiGraph(1, N)), except for a
+  workload with tensor parallelism, whose groups keep EFLOPS' servers from 8 ranks on (BiGraph(4,
+  2, 4) at 8: two switches of one server each), so that a --ranks sweep never moves them from a
+  server's scale-up domain onto the fabric;
 - bigraph-ring: the same fabric, Ring with consecutive ranks alternating layers;
 - clos-ecmp-hd: a leaf-spine Clos (4 hosts per leaf, 4 spines) with ECMP, halving-doubling;
 - single-nic-hd: servers of 4 accelerators that share one NIC (one host per server, its 4 ranks
@@ -20,7 +23,11 @@ modelled scale-up domain (--scaleup-gbit), the others for real across the fabric
 count is the replay's unless --ranks asks for others (the data-parallel size follows); the report
 gives each group kind's time, share of the iteration and bytes on the fabric and inside servers.
 - hpn7-ring (a workload's systems only): HPN 7.0's dual-plane fabric, two segments of servers of 4
-  accelerators, each on its rail (HPN7(2, N/8, 4, 2)), ECMP, Ring.
+  accelerators, each on its rail (HPN7(2, N/8, 4, 2)), ECMP, Ring; for a workload whose tensor
+  parallelism is 8, servers of 8 on 8 rails, as HPN 7.0's are, in one segment where the ranks
+  fill fewer than two servers in each of two.
+A system whose servers cannot hold the workload's tensor-parallel group is left out, and the run
+says which and why (named in --systems, it is refused with the fix).
 """
 from dataclasses import dataclass
 
@@ -113,11 +120,17 @@ def add_arguments(parser):
                               "hpn7-ring)")
 
 
-def system_fabric(system, ranks, rate, queue, delay, routing="ecmp", uplink_ratio=1):
-    """(topology, routing mode, allreduce variant, host per rank) of a system at N ranks; the
-    systems that ECMP routes take `routing` and `uplink_ratio` (faster_uplinks) instead."""
+def hpn7_width(tp):
+    """Accelerators per hpn7-ring server: 4, or 8 on 8 rails (HPN 7.0's own) for tensor parallel 8."""
+    return max(PER_SERVER, tp)
+
+
+def system_fabric(system, ranks, rate, queue, delay, routing="ecmp", uplink_ratio=1, tp=1):
+    """(topology, routing mode, allreduce variant, host per rank) of a system at N ranks for a job
+    of tensor parallelism `tp`; the systems that ECMP routes take `routing` and `uplink_ratio`
+    (faster_uplinks) instead."""
     if system in ("bigraph-hdrm", "bigraph-ring"):
-        topo = BiGraph.eflops(ranks, PER_SERVER, rate=rate, queue=queue, delay=delay)
+        topo = BiGraph.eflops(ranks, PER_SERVER, whole=tp > 1, rate=rate, queue=queue, delay=delay)
         variant = "hdrm" if system == "bigraph-hdrm" else "ring_topo"
         return topo, "deterministic", variant, place(variant, topo)
     if system == "clos-ecmp-hd":
@@ -126,8 +139,10 @@ def system_fabric(system, ranks, rate, queue, delay, routing="ecmp", uplink_rati
                               uplink_ratio)
         return topo, routing, "hd", place("hd", topo)
     if system == "hpn7-ring":
-        topo = faster_uplinks(HPN7(2, ranks // (2 * PER_SERVER), PER_SERVER, 2, rate=rate, queue=queue, delay=delay),
-                              uplink_ratio)
+        width = hpn7_width(tp)
+        segments = 2 if ranks >= 4 * width else 1
+        topo = faster_uplinks(HPN7(segments, ranks // (segments * width), width, 2, rate=rate, queue=queue,
+                                   delay=delay), uplink_ratio)
         return topo, routing, "ring", (Ring(), [h for box in servers(topo) for h in box])
     boxes = max(2, ranks // PER_SERVER)           # a BiGraph needs 2 switches; at N = 4 one is idle
     topo = BiGraph(1, boxes, rate=rate, queue=queue, delay=delay)
@@ -137,17 +152,41 @@ def system_fabric(system, ranks, rate, queue, delay, routing="ecmp", uplink_rati
     return topo, "deterministic", "hd", (schedule, hosts)
 
 
-def unfit(system, ranks, rate, limit, topo=None):
+def unfit(system, ranks, rate, limit, topo=None, tp=None):
     """Why `system` cannot run `ranks` ranks here (given its fabric: whether this machine forwards
-    what its NICs offer), or None."""
+    what its NICs offer), or None; tp: a workload's tensor parallelism (None: the synthetic job)."""
+    if topo is None and system == "hpn7-ring":
+        if tp is None and ranks < 2 * 2 * PER_SERVER:
+            return f"needs 16 ranks or more (two segments of {PER_SERVER}-GPU servers; got {ranks})"
+        width = hpn7_width(tp or 1)
+        if tp is not None and ranks % width:
+            return f"needs a multiple of {width} ranks (servers of {width} accelerators; got {ranks})"
+        return None
     if topo is None:
-        few = system == "hpn7-ring" and ranks < 2 * 2 * PER_SERVER
-        return f"needs 16 ranks or more (two segments of {PER_SERVER}-GPU servers; got {ranks})" if few else None
+        return None
     offered = len(topo.nic_ports()) * rate
     if limit is not None and offered > limit:
         return (f"at {ranks} ranks offers {offered:g} Mbit/s ({len(topo.nic_ports())} NIC ports at {rate:g} Mbit/s), "
                 f"more than this machine forwards faithfully (about {limit} Mbit/s)")
     return None
+
+
+def replay_hosts(system, ranks, topo, hosts):
+    """The host of each rank of a workload's replay: Megatron's order filling the system's servers;
+    single-nic-hd's own (4 ranks on each server's one host)."""
+    return hosts if system == "single-nic-hd" else place_jobs(topo, [ranks])[0]
+
+
+def servers_unfit(system, ranks, topo, hosts, workload, tp):
+    """Why `system`'s servers at `ranks` cannot hold `workload`'s tensor-parallel groups, or None."""
+    if tp == 1:
+        return None
+    hosts = replay_hosts(system, ranks, topo, hosts)
+    width = Job(system, workload, workload.groups(ranks), tuple(hosts)).server_width(topo)
+    if width % tp == 0:
+        return None
+    return (f"has servers of {width} accelerator{'s' if width > 1 else ''} at {ranks} ranks: tensor parallel {tp} "
+            "of the workload would cross the fabric or not divide them")
 
 
 def headline(rows, base):
@@ -211,13 +250,16 @@ def prepare(args):
     size = at_least(args.gradient_bytes, 4 * max(ranks), "--gradient-bytes", " (4 per rank)")
     delay = check_delay(args.delay)
     points, left_out = [], {}
+    tp = {n: workload.groups(n).tp for n in ranks} if workload else dict.fromkeys(ranks)
     for s in systems:
         for n in ranks:
-            why = unfit(s, n, args.rate, limit)
+            why = unfit(s, n, args.rate, limit, tp=tp[n])
             if why is None:
                 points.append((s, n, *system_fabric(s, n, args.rate, args.queue, delay, args.routing,
-                                                    args.uplink_ratio)))
+                                                    args.uplink_ratio, tp[n] or 1)))
                 why = unfit(s, n, args.rate, limit, points[-1][2])
+            if why is None and workload:
+                why = servers_unfit(s, n, points[-1][2], points[-1][5][1], workload, tp[n])
             if why and named:
                 raise TestbedError(f"--systems: {s} {why}: leave it out of --systems, or give other --ranks "
                                    "or a lower --rate")
@@ -236,8 +278,7 @@ def prepare(args):
         scale = args.rate * 1e6 / (args.workload_gbit * 1e9)
         compute = workload.compute_s()
         for system, n, topo, _, _, (_, hosts) in points:
-            # Megatron's order filling the system's servers; single-nic-hd: 4 ranks on each server's one host
-            hosts = hosts if system == "single-nic-hd" else place_jobs(topo, [n])[0]
+            hosts = replay_hosts(system, n, topo, hosts)
             job = Job(f"{system} N={n}", workload, workload.groups(n), tuple(hosts), scale, args.scaleup_gbit,
                       FAMILY[system])
             job.check(topo)

@@ -296,6 +296,27 @@ def test_every_numeric_option_refuses_a_negative_value_in_one_line(name, option)
     assert "\n" not in str(e.value) and option.lstrip("-").split("-")[0] in str(e.value)
 
 
+def test_a_tensor_parallel_group_replays_inside_one_server_or_its_system_is_left_out():
+    """A tp-8 file on 8 GPUs replays on HPN 7.0's servers of 8 on 8 rails (one server, its group on
+    the scale-up domain); the systems whose servers hold 4 are left out with the reason, and refused
+    where named. A tp-4 file keeps EFLOPS' servers on BiGraph at 8 ranks as at 16, so a --ranks
+    sweep does not move its groups onto the fabric between N0 and N."""
+    from scenarios import training_scaling
+    parse = run_scenario.parser().parse_args
+    tp8 = ["training_scaling", "--workload", "tests/data/workloads/tp8_allreduce_8.txt"]
+    plan = training_scaling.prepare(parse(tp8))
+    assert [(p[0], p[2].name) for p in plan.points] == [("hpn7-ring", "HPN7(S=1, H=1, R=8, A=2, planes=2)")]
+    assert not plan.jobs["hpn7-ring", 8].split_groups(plan.points[0][2])
+    assert set(plan._left_out) == {"bigraph-hdrm", "bigraph-ring", "clos-ecmp-hd", "single-nic-hd"}
+    assert all("servers of 4 accelerators" in why for why in plan._left_out.values())
+    with pytest.raises(TestbedError, match="servers of 4 accelerators.*leave it out of --systems"):
+        training_scaling.prepare(parse(tp8 + ["--systems", "clos-ecmp-hd"]))
+    gpt = training_scaling.prepare(parse(["training_scaling", "--workload", "tests/data/workloads/gpt13b_tp4_16.txt",
+                                          "--ranks", "8,16", "--systems", "bigraph-hdrm"]))
+    assert all(not job.split_groups(topo) for (_, n), job in gpt.jobs.items()
+               for s, m, topo, *_ in gpt.points if m == n)
+
+
 def test_training_scaling_leaves_out_the_default_systems_this_machine_cannot_run_and_says_why(monkeypatch):
     """A replay runs the systems that fit (a 32-rank HPN 7.0 offers 64 NIC ports' worth), names the
     ones it left out, and refuses a system named in --systems that does not fit."""

@@ -17,12 +17,14 @@ class BiGraph(Topology):
         super().__init__(**kw)
 
     @classmethod
-    def eflops(cls, ranks, per_server=4, **kw):
+    def eflops(cls, ranks, per_server=4, whole=False, **kw):
         """The BiGraph EFLOPS runs `ranks` accelerators on: its servers of `per_server` accelerators
         on one switch where the ranks fill two switches of them (a tensor-parallel group of up to
         `per_server` stays in its server), with c parallel links so that HDRM's m <= c*n/2 holds;
-        below that one accelerator per switch."""
-        if ranks < 4 * per_server:
+        below that one accelerator per switch, or with `whole` (a job whose tensor-parallel groups
+        must stay in a server at every N) EFLOPS' servers still, one per switch, where the ranks
+        fill two of them."""
+        if ranks < (2 if whole else 4) * per_server:
             return cls(1, ranks, 1, **kw)
         n = ranks // per_server
         return cls(per_server, n, -(-2 * per_server // n), **kw)
