@@ -3,11 +3,11 @@ sitting: the peers' ranks run in the same emulated hosts, over the same shaped l
 the other.
 
     sudo .venv/bin/python -m bench.allreduce_peers [--topology bigraph:2,8] [--sizes 1024,4096,1048576]
-                                                   [--iters 20] [--openmpi 0,3,4,6] [--openmpi-idle sleep|spin]
-                                                   [--out FILE]
+                                                   [--iters 20] [--peers openmpi,gloo] [--openmpi 0,3,4,6]
+                                                   [--openmpi-idle sleep|spin] [--out FILE]
 
-It installs what the peers need where missing (Debian's openmpi-bin; mpi4py and the CPU build of
-torch from PyPI) and says so. OpenMPI runs its tuned default and each forced algorithm of
+It installs what the peers it runs need where missing (Debian's openmpi-bin and mpi4py from PyPI
+for OpenMPI; the CPU build of torch from PyTorch's own index, about 200 MB, for gloo) and says so. OpenMPI runs its tuned default and each forced algorithm of
 ``OPENMPI_ALGORITHMS`` (mpirun started in the first host's namespace, its daemons in each host's
 by ``peers/rsh_agent.py``; TCP only, not bound to cores, yielding when idle); gloo its allreduce.
 Every peer's result is checked against the sum each rank expects, as the project's are against
@@ -16,8 +16,9 @@ ACKs queue with data as the peers' do.
 
 OpenMPI's idle ranks poll for progress and call sched_yield() between polls, which returns at once
 when every core is busy: 16 ranks on 2 cores spin. ``--openmpi-idle sleep`` (the default) preloads
-``peers/yield_sleeps.c`` into them, so a yield sleeps 50 us and the CPU goes to the rank with
-work, as an oversubscribed MPI user arranges; ``spin`` leaves OpenMPI as it comes. Each peer's run
+``peers/yield_sleeps.c`` into them, so a yield sleeps (``--yield-sleep-us``, 200 by default) and the
+CPU goes to the rank with work, as an oversubscribed MPI user arranges; ``spin`` leaves OpenMPI as
+it comes. Each peer's run
 is watched like the project's and its CPU verdict printed: a peer whose ranks kept the machine busy
 says so. Writes JSON.
 """
@@ -32,25 +33,30 @@ import tempfile
 from pathlib import Path
 
 import testbed
+from testbed.errors import Interrupted
 from testbed.fidelity.verdict import describe
 from testbed.report.folder import RESULTS_ROOT
 
 HERE = Path(__file__).resolve().parent / "peers"
 OURS = ("auto", "hd", "hdrm", "rd", "rdrm", "ring")
+PEERS = ("openmpi", "gloo")
+IDLE = ("sleep", "spin")
 OPENMPI_ALGORITHMS = {0: "tuned default", 3: "recursive doubling", 4: "ring", 6: "rabenseifner"}
 TORCH_INDEX = "https://download.pytorch.org/whl/cpu"
 
 
-def ensure_peers():
-    """Install OpenMPI (Debian), mpi4py and torch (PyPI, CPU build) where missing."""
-    if shutil.which("mpirun") is None:
+def ensure_peers(peers):
+    """Install what `peers` need where missing: OpenMPI (Debian) and mpi4py (PyPI); torch's CPU build
+    from PyTorch's index alone (PyPI's torch is the CUDA build, gigabytes of it)."""
+    if "openmpi" in peers and shutil.which("mpirun") is None:
         print("installing Debian's openmpi-bin", flush=True)
         subprocess.run(["apt-get", "install", "-y", "-q", "openmpi-bin"], check=True)
-    for module, args in (("mpi4py", ["mpi4py"]),
-                         ("torch", ["torch", "--index-url", TORCH_INDEX, "--extra-index-url", "https://pypi.org/simple"])):
+    wanted = {"openmpi": ("mpi4py", ["mpi4py"]), "gloo": ("torch", ["torch", "--index-url", TORCH_INDEX])}
+    for module, args in (wanted[p] for p in peers):
         if importlib.util.find_spec(module) is None:
-            print(f"installing {module} from PyPI", flush=True)
-            subprocess.run([sys.executable, "-m", "pip", "install", "-q", *args], check=True)
+            print(f"installing {module} ({' '.join(args)})", flush=True)
+            if subprocess.run([sys.executable, "-m", "pip", "install", "-q", *args]).returncode:
+                sys.exit(f"error: could not install {module}: run without it (--peers) or install it yourself")
 
 
 def in_host(emu, host, args, **kwargs):
@@ -70,7 +76,7 @@ def yield_sleeps(folder):
     return built
 
 
-def openmpi(emu, hosts, sizes, iters, algorithm, folder, preload=None):
+def openmpi(emu, hosts, sizes, iters, algorithm, folder, preload=None, sleep_us=50):
     pids = folder / "pids.json"
     pids.write_text(json.dumps({h: emu.emulation.host(h).pid for h in hosts}))
     hostfile = folder / "hostfile"
@@ -82,7 +88,7 @@ def openmpi(emu, hosts, sizes, iters, algorithm, folder, preload=None):
         "--mca", "plm_rsh_agent", str(HERE / "rsh_agent.py"), "--mca", "plm_rsh_no_tree_spawn", "1",
         "--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include", "10.0.0.0/8",
         "--mca", "oob_tcp_if_include", "10.0.0.0/8", "--mca", "mpi_yield_when_idle", "1", *tuned,
-        "-x", f"TESTBED_PEER_PIDS={pids}", "-x", "PATH", *(["-x", f"LD_PRELOAD={preload}"] if preload else []),
+        "-x", f"TESTBED_PEER_PIDS={pids}", "-x", "PATH", *(["-x", f"LD_PRELOAD={preload}", "-x", f"TESTBED_YIELD_SLEEP_US={sleep_us}"] if preload else []),
         sys.executable, str(HERE / "mpi_allreduce.py"), ",".join(map(str, sizes)), str(iters)],
         timeout=900, env={"TESTBED_PEER_PIDS": str(pids), "PATH": "/usr/bin:/bin:/usr/sbin:/sbin"})
     if done.returncode:
@@ -109,24 +115,36 @@ def main(argv):
     parser.add_argument("--topology", default="bigraph:2,8")
     parser.add_argument("--sizes", default="1024,4096,1048576")
     parser.add_argument("--iters", type=int, default=20)
+    parser.add_argument("--peers", default=",".join(PEERS),
+                        help=f"comma-separated, from {', '.join(PEERS)} (default all)")
     parser.add_argument("--openmpi", default=",".join(map(str, OPENMPI_ALGORITHMS)),
                         help="OpenMPI's allreduce algorithms to run, by number: "
                              + ", ".join(f"{n} {name}" for n, name in OPENMPI_ALGORITHMS.items()) + " (default all)")
-    parser.add_argument("--openmpi-idle", choices=("sleep", "spin"), default="sleep",
-                        help="OpenMPI's idle ranks: sleep (sched_yield preloaded as a 50 us sleep) or spin "
-                             "(as OpenMPI comes) (default %(default)s)")
+    parser.add_argument("--openmpi-idle", default="sleep",
+                        help="OpenMPI's idle ranks, comma-separated to run each: sleep (sched_yield preloaded as "
+                             "a sleep of --yield-sleep-us) or spin (as OpenMPI comes) (default %(default)s)")
+    parser.add_argument("--yield-sleep-us", type=int, default=200,
+                        help="how long an idle OpenMPI rank's sched_yield sleeps, microseconds (default %(default)s)")
     parser.add_argument("--out", default=str(RESULTS_ROOT / "bench" / "allreduce_peers.json"))
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
     chosen = [int(n) for n in args.openmpi.split(",") if n]
     if not chosen or any(n not in OPENMPI_ALGORITHMS for n in chosen):
         parser.error(f"--openmpi takes numbers from {', '.join(map(str, OPENMPI_ALGORITHMS))} (got {args.openmpi!r})")
-    ensure_peers()
+    if not 1 <= args.yield_sleep_us <= 100000:
+        parser.error(f"--yield-sleep-us must be 1 to 100000 (got {args.yield_sleep_us})")
+    idles = [i for i in args.openmpi_idle.split(",") if i]
+    if not idles or any(i not in IDLE for i in idles):
+        parser.error(f"--openmpi-idle takes {', '.join(IDLE)} (got {args.openmpi_idle!r})")
+    peers = [p for p in args.peers.split(",") if p]
+    if not peers or any(p not in PEERS for p in peers):
+        parser.error(f"--peers takes names from {', '.join(PEERS)} (got {args.peers!r})")
+    ensure_peers(peers)
     topo = testbed.fabric(args.topology)
     hosts = sorted(topo.hosts, key=lambda h: topo.hosts[h].index)
     times, cpu = {}, {}          # (who, size) -> seconds; who -> the CPU verdict of its run
     with tempfile.TemporaryDirectory() as tmp, testbed.emulate(topo, folder=tmp, control_class=False) as emu:
-        preload = yield_sleeps(Path(tmp)) if args.openmpi_idle == "sleep" else None
+        shim = yield_sleeps(Path(tmp)) if "sleep" in idles and "openmpi" in peers else None
 
         def got(who, size, seconds):
             times[who, size] = seconds
@@ -142,20 +160,23 @@ def main(argv):
             got(who, c.size, c.time_us / 1e6)
             if "busiest_core" in c.row:
                 print(f"    {describe(c.row)}", flush=True)
-        idle = "" if preload else ", spinning"
-        for number, name in ((n, OPENMPI_ALGORITHMS[n]) for n in chosen):
+        for idle in idles if "openmpi" in peers else ():
+            for number, name in ((n, OPENMPI_ALGORITHMS[n]) for n in chosen):
+                who = f"OpenMPI {name}" + (", spinning" if idle == "spin" else "")
+                with emu.cpu_monitor() as watch:
+                    done = openmpi(emu, hosts, sizes, args.iters, number, Path(tmp),
+                                   shim if idle == "sleep" else None, args.yield_sleep_us)
+                for r in done:
+                    assert r["wrong"] == 0, (name, r)
+                    got(who, r["size"], r["seconds"])
+                watched(who, watch)
+        if "gloo" in peers:
             with emu.cpu_monitor() as watch:
-                done = openmpi(emu, hosts, sizes, args.iters, number, Path(tmp), preload)
+                done = gloo(emu, hosts, sizes, args.iters)
             for r in done:
-                assert r["wrong"] == 0, (name, r)
-                got(f"OpenMPI {name}{idle}", r["size"], r["seconds"])
-            watched(f"OpenMPI {name}{idle}", watch)
-        with emu.cpu_monitor() as watch:
-            done = gloo(emu, hosts, sizes, args.iters)
-        for r in done:
-            assert r["wrong"] == 0, r
-            got("gloo", r["size"], r["seconds"])
-        watched("gloo", watch)
+                assert r["wrong"] == 0, r
+                got("gloo", r["size"], r["seconds"])
+            watched("gloo", watch)
     rows = []
     for size in sizes:
         mine = {who: t for (who, s), t in times.items() if s == size}
@@ -170,7 +191,7 @@ def main(argv):
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"topology": topo.name, "ranks": len(hosts), "rate_mbit": topo.rate,
-                               "iters": args.iters, "control_class": False, "openmpi_idle": args.openmpi_idle,
+                               "iters": args.iters, "control_class": False, "openmpi_idle": idles, "yield_sleep_us": args.yield_sleep_us,
                                "peers_cpu": cpu, "rows": rows,
                                "auto_over_fastest_peer_median": statistics.median(r["auto_over_fastest_peer"]
                                                                                   for r in rows)}, indent=1))
@@ -179,4 +200,7 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    try:
+        sys.exit(main(sys.argv[1:]))
+    except Interrupted:
+        sys.exit("interrupted: the fabric and the peers' processes are removed; results so far are above")
