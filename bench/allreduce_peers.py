@@ -7,9 +7,10 @@ the other.
                                                    [--openmpi-idle sleep|spin] [--out FILE]
 
 It installs what the peers it runs need where missing (Debian's openmpi-bin and mpi4py from PyPI
-for OpenMPI; the CPU build of torch from PyTorch's own index, about 200 MB, for gloo) and says so. OpenMPI runs its tuned default and each forced algorithm of
-``OPENMPI_ALGORITHMS`` (mpirun started in the first host's namespace, its daemons in each host's
-by ``peers/rsh_agent.py``; TCP only, not bound to cores, yielding when idle); gloo its allreduce.
+for OpenMPI; the CPU build of torch from PyTorch's own index, about 200 MB, for gloo) and says
+so. OpenMPI runs its tuned default and each forced algorithm of ``OPENMPI_ALGORITHMS`` (mpirun
+started in the first host's namespace, its daemons in each host's by ``peers/rsh_agent.py``; TCP
+only, not bound to cores, yielding when idle); gloo its allreduce.
 Every peer's result is checked against the sum each rank expects, as the project's are against
 numpy. The fabric has no control class (``control_class=False``): the project's clear-to-sends and
 ACKs queue with data as the peers' do.
@@ -81,6 +82,7 @@ def openmpi(emu, hosts, sizes, iters, algorithm, folder, preload=None, sleep_us=
     pids.write_text(json.dumps({h: emu.emulation.host(h).pid for h in hosts}))
     hostfile = folder / "hostfile"
     hostfile.write_text("".join(f"{h} slots=1\n" for h in hosts))
+    sleeping = ["-x", f"LD_PRELOAD={preload}", "-x", f"TESTBED_YIELD_SLEEP_US={sleep_us}"] if preload else []
     tuned = ["--mca", "coll_tuned_use_dynamic_rules", "1", "--mca", "coll_tuned_allreduce_algorithm",
              str(algorithm)] if algorithm else []
     done = in_host(emu, hosts[0], [
@@ -88,7 +90,7 @@ def openmpi(emu, hosts, sizes, iters, algorithm, folder, preload=None, sleep_us=
         "--mca", "plm_rsh_agent", str(HERE / "rsh_agent.py"), "--mca", "plm_rsh_no_tree_spawn", "1",
         "--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include", "10.0.0.0/8",
         "--mca", "oob_tcp_if_include", "10.0.0.0/8", "--mca", "mpi_yield_when_idle", "1", *tuned,
-        "-x", f"TESTBED_PEER_PIDS={pids}", "-x", "PATH", *(["-x", f"LD_PRELOAD={preload}", "-x", f"TESTBED_YIELD_SLEEP_US={sleep_us}"] if preload else []),
+        "-x", f"TESTBED_PEER_PIDS={pids}", "-x", "PATH", *sleeping,
         sys.executable, str(HERE / "mpi_allreduce.py"), ",".join(map(str, sizes)), str(iters)],
         timeout=900, env={"TESTBED_PEER_PIDS": str(pids), "PATH": "/usr/bin:/bin:/usr/sbin:/sbin"})
     if done.returncode:
@@ -191,7 +193,8 @@ def main(argv):
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"topology": topo.name, "ranks": len(hosts), "rate_mbit": topo.rate,
-                               "iters": args.iters, "control_class": False, "openmpi_idle": idles, "yield_sleep_us": args.yield_sleep_us,
+                               "iters": args.iters, "control_class": False, "openmpi_idle": idles,
+                               "yield_sleep_us": args.yield_sleep_us,
                                "peers_cpu": cpu, "rows": rows,
                                "auto_over_fastest_peer_median": statistics.median(r["auto_over_fastest_peer"]
                                                                                   for r in rows)}, indent=1))
