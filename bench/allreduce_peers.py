@@ -19,9 +19,8 @@ OpenMPI's idle ranks poll for progress and call sched_yield() between polls, whi
 when every core is busy: 16 ranks on 2 cores spin. ``--openmpi-idle sleep`` (the default) preloads
 ``peers/yield_sleeps.c`` into them, so a yield sleeps (``--yield-sleep-us``, 200 by default) and the
 CPU goes to the rank with work, as an oversubscribed MPI user arranges; ``spin`` leaves OpenMPI as
-it comes. Each peer's run
-is watched like the project's and its CPU verdict printed: a peer whose ranks kept the machine busy
-says so. Writes JSON.
+it comes. Each peer's run is watched like the project's and its CPU verdict printed: a peer whose
+ranks kept the machine busy says so. Writes JSON.
 """
 import argparse
 import importlib.util
@@ -77,7 +76,9 @@ def yield_sleeps(folder):
     return built
 
 
-def openmpi(emu, hosts, sizes, iters, algorithm, folder, preload=None, sleep_us=50):
+def openmpi(emu, hosts, sizes, iters, algorithm, folder, preload, sleep_us):
+    """OpenMPI's allreduce `algorithm` over `hosts`, each rank preloading `preload` (the sched_yield
+    shim, sleeping `sleep_us`) or nothing (None): [{size, seconds, wrong}]."""
     pids = folder / "pids.json"
     pids.write_text(json.dumps({h: emu.emulation.host(h).pid for h in hosts}))
     hostfile = folder / "hostfile"
