@@ -97,7 +97,9 @@ CLAIMS = (Claim("under ECMP the first job runs slower beside the second than alo
                 "job0 slowdown under ecmp: gain", at_least=0.05),
           Claim("job-aware paths win GPU utilisation back over ECMP (Crux: +8.3% to +14.8%)",
                 "utilisation paths over ecmp: gain", at_least=0.05))
-SMOKE = ("--trials", "2", "--iters", "2", "--schemes", "ecmp,paths", "--model-draws", "2", "--seed", "1")
+# seed 544473: the default page's draws, on which the jobs meet in every trial under ECMP (a seed whose
+# draws make a job collide with itself alone, as seed 1's second trial does, hides the second job)
+SMOKE = ("--trials", "4", "--iters", "2", "--schemes", "ecmp,paths", "--model-draws", "2", "--seed", "544473")
 # the code that measures, judges and scores this scenario's runs: the code half of its records
 CODE = (*EMULATION, "testbed/experiments/job_models.py", "testbed/experiments/trials.py", "testbed/runs/jobs.py",
         "testbed/collectives/placements.py", "testbed/routing/hashing.py", "testbed/report/paired.py")
