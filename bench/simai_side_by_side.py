@@ -1,6 +1,7 @@
 """SimAI's analytical simulator and this testbed's replay on the same workload files, side by side:
-per group kind the communication an iteration waits for, the bubble, the computation and the
-iteration, with what differs and why.
+per group kind the communication an iteration waits for, the bubble and the iteration, with what
+differs and why. (No computation row: both sides take each layer's compute time as the file writes
+it, so such a row would read 1.00 by construction.)
 
     sudo .venv/bin/python -m bench.simai_side_by_side --simai ~/SimAI \\
         --workload tests/data/workloads/gpt13b_tp4_16.txt [--workload FILE ...] [--system hpn7-ring]
@@ -37,7 +38,7 @@ RATIOS = Path("astra-sim-alibabacloud/inputs/ratio")     # where SimAI_analytica
 # SimAI's EndToEnd.csv summary columns, in microseconds, and the replay's figure for each
 SIMAI_COLUMNS = {"Expose TP comm": "TP", "Expose DP comm": "DP", "Expose_EP_comm": "EP",
                  "Expose DP_EP comm": "DP_EP", "Expose_PP_comm": "PP", "bubble time": "bubble",
-                 "total comp": "compute", "Total time": "iteration"}
+                 "Total time": "iteration"}
 WHY = {
     "DP": "SimAI's analytical mode exposes every weight gradient's collective (its -dp_o, 0 by default, "
           "is the share it hides); the replay starts it when its computation ends and waits only where "
@@ -48,10 +49,13 @@ WHY = {
           "by group size (10 us at 2 ranks to 135 us at 32), whatever the bandwidth",
     "EP": "an expert-parallel alltoall across servers runs for real here, one step per peer, each paying "
           "this emulation's latency",
-    "PP": "SimAI counts pipeline traffic as hidden (-pp_o 1 by default); the replay sends it between "
-          "stages per micro-batch and waits for it",
-    "bubble": "both take the bubble as a stage's time x (pp - 1) / (ga x vpp), so it follows each side's "
-              "stage time, its communication included",
+    "PP": "SimAI counts pipeline traffic as hidden (-pp_o 1 by default); the replay sends it for real, "
+          "pp_comm per micro-batch each way, without blocking, and exposes only what is still in flight "
+          "at the iteration's end",
+    "bubble": "both take the bubble as a stage's time, its embedding layer left out, x (pp - 1) / (ga x vpp), "
+              "so it follows each side's waits for its forward and input-gradient collectives",
+    "iteration": "SimAI's Total time is its compute and exposed communication, the bubble reported beside it, "
+                 "not in it; the replay's iteration is shown less its bubble to compare like with like",
 }
 
 
@@ -110,7 +114,7 @@ def summary(text):
 
 
 def run_replay(workload, system, rate, nic_gbit, nvlink_gbit, iters, into):
-    """The replay's row for `workload` on `system`: {figure: seconds}."""
+    """The replay's row for `workload` on `system`: {figure: seconds}, its iteration less its bubble."""
     command = [sys.executable, str(ROOT / "run_scenario.py"), "training_scaling", "--workload", str(workload),
                "--systems", system, "--rate", f"{rate:g}", "--workload-gbit", f"{nic_gbit:g}",
                "--scaleup-gbit", f"{nvlink_gbit:g}", "--iters", str(iters), "--results", str(into)]
@@ -122,8 +126,8 @@ def run_replay(workload, system, rate, nic_gbit, nvlink_gbit, iters, into):
     with open(into / "training_scaling.csv", newline="") as f:
         (row,) = list(csv.DictReader(f))
     out = {kind: float(row[f"{kind}_s"]) if row.get(f"{kind}_s") else 0.0 for kind in KINDS}
-    out.update(bubble=float(row.get("bubble_s") or 0), iteration=float(row["iteration_s"]),
-               compute=workloads.read(workload).compute_s(), wrong=int(row["wrong"]),
+    bubble = float(row.get("bubble_s") or 0)
+    out.update(bubble=bubble, iteration=float(row["iteration_s"]) - bubble, wrong=int(row["wrong"]),
                emulator=row.get("emulator_bottleneck"))
     return command, out
 
@@ -131,7 +135,7 @@ def run_replay(workload, system, rate, nic_gbit, nvlink_gbit, iters, into):
 def table(simai, replay):
     """Rows (figure, SimAI s, replay s, replay over SimAI, why they differ)."""
     rows = []
-    for figure in ("TP", "DP", "EP", "DP_EP", "PP", "bubble", "compute", "iteration"):
+    for figure in ("TP", "DP", "EP", "DP_EP", "PP", "bubble", "iteration"):
         s, r = simai.get(figure), replay.get(figure)
         if not s and not r:
             continue

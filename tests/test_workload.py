@@ -66,6 +66,7 @@ def test_a_file_names_its_groups_and_its_gpu_count():
     deepseek = workload.read(DATA / "deepseek16b_tp2_pp2_ep4_32.txt")
     groups = deepseek.groups()
     assert (groups.tp, groups.pp, groups.dp, groups.ep, groups.dp_ep) == (2, 2, 8, 4, 2)
+    assert deepseek.micro_batches() == 1 * 2                             # vpp x ga
     assert deepseek.pipeline_bytes() == 262144 * 1 * 2                 # pp_comm x vpp x ga, written without a colon
     assert deepseek.groups(64).dp == 16                                # --ranks: the data-parallel size follows
 
@@ -77,9 +78,13 @@ def test_each_collective_runs_in_the_group_its_phase_and_suffix_name():
     said = [(step.label, step.collective, step.kind) for step in phases]
     assert said[:3] == [("attention_layer forward", "allreduce", "TP"), ("moe_route forward", "alltoall", "EP"),
                         ("mlp_layer forward", "allreduce", "TP")]
-    assert said[3] == ("pipeline forward", "pipeline_forward", "PP")  # activations to the next stage
-    assert said[-1] == ("pipeline backward", "pipeline_backward", "PP")   # their gradients back, after the backward
-    backward = said[4:-1]
+    # activations to the next stage, one send per micro-batch (vpp 1 x ga 2), and their gradients back
+    assert said[3:5] == [("pipeline forward 1/2", "pipeline_forward", "PP"),
+                         ("pipeline forward 2/2", "pipeline_forward", "PP")]
+    assert said[-2:] == [("pipeline backward 1/2", "pipeline_backward", "PP"),
+                         ("pipeline backward 2/2", "pipeline_backward", "PP")]
+    assert {s.size for s in phases if s.kind == "PP"} == {262144}      # pp_comm each
+    backward = said[5:-2]
     assert ("moe_grad_norm weight_grad", "allreduce", "DP_EP") in backward
     assert ("grad_param_comm weight_grad", "reducescatter", "DP") in backward
     assert ("grad_gather weight_grad", "allgather", "DP") in backward
@@ -87,7 +92,8 @@ def test_each_collective_runs_in_the_group_its_phase_and_suffix_name():
         backward
     assert phases[0].compute_s == pytest.approx(3 * 1e-9 + 300000e-9)  # the compute before the first collective
     assert [s.blocking for s in phases if s.phase == "weight_grad"] == [False] * 3   # SimAI issues these, not waits
-    assert all(s.blocking for s in phases if s.phase != "weight_grad")
+    assert not any(s.blocking for s in phases if s.kind == "PP")     # overlapping other micro-batches' compute
+    assert all(s.blocking for s in phases if s.phase != "weight_grad" and s.kind != "PP")
     assert tail == pytest.approx(6 * 100e-9)                           # the weight updates after the last
 
 
@@ -211,7 +217,8 @@ def test_a_file_as_aicb_writes_it_replays_at_pp_1_2_and_4(tmp_path, tp, pp, gpus
     assert w.pipeline_bytes() == (2 * 4096 * 5120 // tp * 4 * 2 if pp > 1 else 0)   # pp_comm (a float) x vpp x ga
     steps, _ = Job("aicb", w, groups, tuple(f"h{i}" for i in range(gpus))).phases()
     kinds = [s.kind for s in steps]
-    assert ("PP" in kinds) == (pp > 1) and kinds.count("PP") == (2 if pp > 1 else 0)   # both ways, not a ring
+    # both ways, one send per micro-batch (AICB writes vpp as the layer count, 4 here, and ga 2), not a ring
+    assert ("PP" in kinds) == (pp > 1) and kinds.count("PP") == (2 * 4 * 2 if pp > 1 else 0)
     assert {s.kind for s in steps if s.phase == "weight_grad"} == {"DP"}
 
 
@@ -239,11 +246,10 @@ def test_simai_s_end_to_end_summary_is_read_in_seconds():
             "gpt-, 1500 (15.00%), 0 (0.00%), 2500 (25.00%), 0 (0.00%), 0 (0.00%), 0 (0.00%), 6000 (60.00%), "
             "4000 (40.00%), 10000\n")
     got = summary(text)
-    assert got == {"DP": 0.0015, "DP_EP": 0.0, "TP": 0.0025, "EP": 0.0, "PP": 0.0, "bubble": 0.0,
-                   "compute": 0.006, "iteration": 0.01}
-    rows = table(got, {"TP": 0.005, "DP": 0.0, "EP": 0.0, "DP_EP": 0.0, "PP": 0.0, "bubble": 0.0,
-                       "compute": 0.006, "iteration": 0.0125})
-    assert [(r[0], r[3]) for r in rows] == [("TP", 2.0), ("DP", 0.0), ("compute", 1.0), ("iteration", 1.25)]
+    assert got == {"DP": 0.0015, "DP_EP": 0.0, "TP": 0.0025, "EP": 0.0, "PP": 0.0, "bubble": 0.0, "iteration": 0.01}
+    rows = table(got, {"TP": 0.005, "DP": 0.0, "EP": 0.0, "DP_EP": 0.0, "PP": 0.0, "bubble": 0.0, "iteration": 0.0125})
+    # no computation row: both sides take the file's compute times as written
+    assert [(r[0], r[3]) for r in rows] == [("TP", 2.0), ("DP", 0.0), ("iteration", 1.25)]
 
 
 def test_a_replay_at_one_rank_count_claims_no_scaling():
@@ -297,3 +303,13 @@ def test_a_file_whose_tp_does_not_divide_a_server_is_refused_and_a_split_group_i
     single = BiGraph(1, 4)
     shared = tuple(h for h in sorted(single.hosts) for _ in range(4))
     assert Job("gpt", gpt, gpt.groups(), shared).server_width(single) == 4
+
+
+def test_a_pipeline_stage_s_time_leaves_the_embedding_layer_and_the_update_out_as_simai_s():
+    phases = lambda ns: {name: workload.Phase(ns, None, "", 0) for name in workload.PHASES}
+    w = workload.Workload("x", "HYBRID_TRANSFORMER_FWD_IN_BCKWD", {"pp": "2", "ga": "4", "vpp": "2"},
+                          [workload.Layer("embedding_layer", phases(5_000_000), 1_000_000),
+                           workload.Layer("attention_layer", phases(2_000_000), 1_000_000)])
+    assert w.stage_compute_s() == pytest.approx(3 * 0.002)        # the attention layer's three phases alone
+    assert w.compute_s() == pytest.approx(3 * 0.005 + 3 * 0.002 + 2 * 0.001)
+    assert w.micro_batches() == 8

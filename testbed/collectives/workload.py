@@ -28,6 +28,7 @@ from testbed.errors import TestbedError
 KINDS = {"ALLREDUCE": "allreduce", "ALLGATHER": "allgather", "REDUCESCATTER": "reducescatter",
          "ALLTOALL": "alltoall", "BROADCAST": "broadcast"}
 PHASES = ("forward", "input_grad", "weight_grad")
+EMBEDDING = "embedding_layer"      # the layer SimAI leaves out of a pipeline stage's time
 
 
 @dataclass(frozen=True)
@@ -100,10 +101,21 @@ class Workload:
         except TestbedError as e:
             raise TestbedError(f"--workload {self.path} on {gpus} GPUs: {e}") from None
 
+    def micro_batches(self):
+        """Micro-batches a pipeline stage passes on per iteration: one per virtual stage and
+        gradient-accumulation step (vpp x ga), each pp_comm bytes, as SimAI counts the pipeline."""
+        return (self.number("vpp", 1) or 1) * (self.number("ga", 1) or 1)
+
     def pipeline_bytes(self):
-        """Bytes a pipeline stage passes its neighbour per iteration: pp_comm, per micro-batch of
-        every virtual stage (vpp x ga of them), as SimAI counts the pipeline's exposed time."""
-        return self.number("pp_comm", 0) * (self.number("vpp", 1) or 1) * (self.number("ga", 1) or 1)
+        """Bytes a pipeline stage passes its neighbour per iteration each way: pp_comm per micro-batch."""
+        return self.number("pp_comm", 0) * self.micro_batches()
+
+    def stage_compute_s(self):
+        """A pipeline stage's computation per iteration as SimAI's bubble counts it: every layer's
+        forward, input- and weight-gradient compute but the embedding layer's (``Layer.cc``
+        leaves ``embedding_layer`` out), no weight update."""
+        return sum(p.compute_ns for layer in self.layers if layer.name != EMBEDDING
+                   for p in layer.phases.values()) / 1e9
 
     def sequence(self):
         """[(layer index, layer name, phase name, Phase)] in the order an iteration runs them."""

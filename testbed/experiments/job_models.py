@@ -311,7 +311,8 @@ def group_lines(row):
     if row.get("bubble_s"):
         share = row["bubble_s"] / row["iteration_s"]
         lines.append(f"  {'':22s} pipeline bubble {row['bubble_s'] * 1e3:.1f} ms ({share:.0%} of the iteration; "
-                     "SimAI's: the stage's time x (pp - 1) / (ga x vpp))")
+                     "SimAI's: the stage's time, its embedding layer left out, x (pp - 1) / (ga x vpp); the "
+                     "pipeline's sends, one per micro-batch each way, overlap it and wait only at its end)")
     fabric = sum(row.get(f"{kind}_fabric_bytes", 0) for kind in KINDS)
     every = row["all_ranks_fabric_bytes"]
     lines.append(f"  {'':22s} on the fabric per iteration {fabric / 1e6:.2f} MB: {fabric / max(every, 1):.2f} of the "

@@ -11,10 +11,17 @@ SimAI's simulator times a ``HYBRID_TRANSFORMER_FWD_IN_BCKWD`` workload (its Work
   pass goes on, in its group's order of issue (first in, first out), and each group runs one
   collective at a time; after the last layer the stages pass the gradients back
   (``PipelineBackward``); then the weight updates' compute;
-- with pipeline parallelism, the pipeline's bubble, as SimAI's analytical mode counts it: the
-  stage's forward, input-gradient and weight-gradient compute and its blocking collectives,
-  times (pp - 1) / (ga x vpp), added at the end of the iteration (the stages run side by side
-  here, not in a 1F1B schedule); activation recomputation (``checkpoints``) is refused.
+- with pipeline parallelism, the pipeline's traffic per micro-batch: each stage passes pp_comm
+  bytes to the next one for each of its ga x vpp micro-batches after the forward pass, and as many
+  back after the backward pass, each send issued without blocking (in a 1F1B schedule a
+  micro-batch's send overlaps other micro-batches' compute; SimAI's analytical mode counts the
+  pipeline's traffic as hidden, ``-pp_o 1``), and the iteration waits at its end, after the
+  bubble, only for what is still in flight: that wait is PP's exposed time;
+- the pipeline's bubble, as SimAI's analytical mode counts it (``Layer.cc``): the stage's forward,
+  input-gradient and weight-gradient compute and the waits for its forward and input-gradient
+  collectives, the embedding layer left out, times (pp - 1) / (ga x vpp), added at the end of the
+  iteration (the stages run side by side here, not in a 1F1B schedule); activation recomputation
+  (``checkpoints``) is refused.
 
 A group whose ranks all sit in one server (a tensor-parallel group, placed on one server's
 accelerators) does not cross the fabric: it runs over the server's scale-up domain (NVLink), whose
@@ -56,7 +63,7 @@ from testbed.collectives.schedules import (
     SendRecv,
     XorAlltoall,
 )
-from testbed.collectives.workload import scaled_count
+from testbed.collectives.workload import EMBEDDING, scaled_count
 from testbed.errors import TestbedError
 from testbed.probes.collisions import LinkCapture
 from testbed.probes.loads import connection_paths
@@ -64,6 +71,8 @@ from testbed.runs.sweep import check_memory
 from testbed.runs.together import PORT, STRIDE
 
 PIPELINE = {"pipeline_forward": PipelineForward, "pipeline_backward": PipelineBackward}
+PIPELINE_PHASES = ("pp_forward", "pp_backward")
+PIPELINE_LAYER = -1       # the layer index of the pipeline's sends: waited for at the iteration's end
 FAMILIES = {"ring": {"allreduce": Ring, "allgather": RingAllgather, "reducescatter": RingReduceScatter,
                      "alltoall": PairwiseAlltoall, "broadcast": PipelinedRingBroadcast, "sendrecv": SendRecv,
                      **PIPELINE},
@@ -87,8 +96,9 @@ class Step:
 
     @property
     def blocking(self):
-        """SimAI issues a weight gradient's collective without blocking; every other blocks."""
-        return self.phase != "weight_grad"
+        """SimAI issues a weight gradient's collective without blocking, and the pipeline's sends
+        overlap other micro-batches' compute; every other collective blocks."""
+        return self.phase not in ("weight_grad", *PIPELINE_PHASES)
 
 
 @dataclass(frozen=True)
@@ -116,6 +126,12 @@ class Job:
         forward pass has a collective of its own."""
         out, pending, forward_done = [], 0.0, False
         pipeline = self.parallelism.pp > 1 and self.workload.pipeline_bytes()
+        micro = self.workload.micro_batches()
+
+        def sends(direction, pending):
+            return [Step(f"pipeline {direction} {k + 1}/{micro}", PIPELINE_LAYER, f"pp_{direction}",
+                         pending if k == 0 else 0.0, f"pipeline_{direction}", "PP", self.workload.number("pp_comm"))
+                    for k in range(micro)]
         issuing = {index for index, _, name, phase in self.workload.sequence()
                    if name == "weight_grad" and self._runs(name, phase)} if waits else set()
         for index, layer, name, phase in self.workload.sequence():
@@ -125,8 +141,7 @@ class Job:
             if name != "forward" and not forward_done:
                 forward_done = True
                 if pipeline:
-                    out.append(Step("pipeline forward", -1, "pp_forward", pending, "pipeline_forward", "PP",
-                                    self.workload.pipeline_bytes()))
+                    out += sends("forward", pending)
                     pending = 0.0
             pending += phase.compute_ns / 1e9
             if self._runs(name, phase):
@@ -134,8 +149,7 @@ class Job:
                                 group_kind(name, phase.group), phase.size))
                 pending = 0.0
         if pipeline:
-            out.append(Step("pipeline backward", -1, "pp_backward", pending, "pipeline_backward", "PP",
-                            self.workload.pipeline_bytes()))
+            out += sends("backward", pending)
             pending = 0.0
         tail = pending + sum(layer.update_ns for layer in self.workload.layers) / 1e9
         return out, tail
@@ -291,12 +305,10 @@ class JobRun:
         {kind}, "scaleup_bytes": {kind}, "bubble_s"}; the bytes are those the iteration issued."""
         job, exposed = self.job, dict.fromkeys(KINDS, 0.0)
         fabric, inside = dict.fromkeys(KINDS, 0), dict.fromkeys(KINDS, 0)
-        stage = 0.0              # the stage's compute and blocking collectives: what the bubble scales
+        stage = job.workload.stage_compute_s()      # and the waits for its blocking collectives: what the bubble scales
         start = time.monotonic()
         for step in self.phases:
             time.sleep(step.compute_s)
-            if not step.phase.startswith("pp_"):
-                stage += step.compute_s
             if step.phase == "wait":
                 waited = time.monotonic()
                 for kind, future in self.in_flight.pop(step.layer, []):
@@ -317,13 +329,17 @@ class JobRun:
                 began = time.monotonic()
                 future.result()
                 exposed[step.kind] += time.monotonic() - began
-                if not step.phase.startswith("pp_"):
+                if job.workload.layers[step.layer].name != EMBEDDING:
                     stage += time.monotonic() - began
             else:
                 self.in_flight.setdefault(step.layer, []).append((step.kind, future))
         time.sleep(self.tail)
         bubble = stage * self.bubble_share
         time.sleep(bubble)
+        waited = time.monotonic()
+        for _, future in self.in_flight.pop(PIPELINE_LAYER, []):
+            future.result()
+        exposed["PP"] += time.monotonic() - waited
         end = time.monotonic()
         return {"start": start, "end": end, "seconds": end - start, "comm_s": exposed, "fabric_bytes": fabric,
                 "scaleup_bytes": inside, "bubble_s": bubble}
