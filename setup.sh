@@ -15,7 +15,8 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 # git: a run's record names the commit it ran (a Vagrant box has no git: records said commit null)
-DEBS="mininet openvswitch-switch libtcmalloc-minimal4 iperf3 libiperf0 ethtool iproute2 iputils-ping tcpdump socat nftables python3-venv python3-wheel python3-yaml git"
+# openmpi-bin: mpirun for launch --mpi and the peers bench (mpi4py, from PyPI, finds Open MPI's library)
+DEBS="mininet openvswitch-switch libtcmalloc-minimal4 iperf3 libiperf0 ethtool iproute2 iputils-ping tcpdump socat nftables python3-venv python3-wheel python3-yaml git openmpi-bin"
 # --ecn's marker (testbed/emulation/ecn.py): compiled with clang, loaded with tc. A distribution
 # without one of them (Ubuntu ships bpftool in linux-tools) leaves --ecn refused in one line.
 ECN_DEBS="clang libbpf-dev bpftool"
@@ -93,6 +94,20 @@ if ! cmp -s requirements.txt .venv/.requirements.installed; then
   echo "== installing Python packages"
   .venv/bin/pip install -q --disable-pip-version-check -r requirements.txt 2>&1 | quiet_pip
   cp requirements.txt .venv/.requirements.installed
+fi
+# PyTorch's CPU build (a 192 MB download, about 700 MB installed) for the launch scenario and
+# examples/ddp_train.py: from PyTorch's own index, since PyPI's torch is the CUDA build (gigabytes).
+# A machine that cannot reach that index takes the same file from a local wheel folder, if pip has one.
+TORCH="torch==2.13.0+cpu"
+if ! cmp -s <(echo "$TORCH") .venv/.torch.installed 2>/dev/null; then
+  echo "== installing $TORCH (about 192 MB)"
+  .venv/bin/pip install -q --disable-pip-version-check --retries 1 --extra-index-url https://download.pytorch.org/whl/cpu \
+    "$TORCH" 2>&1 | quiet_pip | grep -v "Retrying\|NewConnectionError\|Could not fetch\|download.pytorch.org" || true
+  if .venv/bin/python -c 'import torch' 2>/dev/null; then
+    echo "$TORCH" > .venv/.torch.installed
+  else
+    echo "note: could not install $TORCH: launch's default program (examples/ddp_train.py) needs it" >&2
+  fi
 fi
 # The project itself, editable: `import testbed` from any folder, and pytest's testbed plugin.
 if ! cmp -s pyproject.toml .venv/.project.installed; then

@@ -9,7 +9,7 @@ the other.
 It installs what the peers it runs need where missing (Debian's openmpi-bin and mpi4py from PyPI
 for OpenMPI; the CPU build of torch from PyTorch's own index, about 200 MB, for gloo) and says
 so. OpenMPI runs its tuned default and each forced algorithm of ``OPENMPI_ALGORITHMS`` (mpirun
-started in the first host's namespace, its daemons in each host's by ``peers/rsh_agent.py``; TCP
+started in the first host's namespace, its daemons in each host's by ``testbed/programs/rsh_agent.py``; TCP
 only, not bound to cores, yielding when idle); gloo its allreduce.
 Every peer's result is checked against the sum each rank expects, as the project's are against
 numpy. The fabric has no control class (``control_class=False``): the project's clear-to-sends and
@@ -36,6 +36,7 @@ import testbed
 from testbed.errors import Interrupted
 from testbed.fidelity.verdict import describe
 from testbed.report.folder import RESULTS_ROOT
+from testbed.runs.launch import RSH_AGENT
 
 HERE = Path(__file__).resolve().parent / "peers"
 OURS = ("auto", "hd", "hdrm", "rd", "rdrm", "ring")
@@ -88,7 +89,7 @@ def openmpi(emu, hosts, sizes, iters, algorithm, folder, preload, sleep_us):
              str(algorithm)] if algorithm else []
     done = in_host(emu, hosts[0], [
         "mpirun", "--allow-run-as-root", "-np", str(len(hosts)), "--hostfile", str(hostfile), "--bind-to", "none",
-        "--mca", "plm_rsh_agent", str(HERE / "rsh_agent.py"), "--mca", "plm_rsh_no_tree_spawn", "1",
+        "--mca", "plm_rsh_agent", str(RSH_AGENT), "--mca", "plm_rsh_no_tree_spawn", "1",
         "--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include", "10.0.0.0/8",
         "--mca", "oob_tcp_if_include", "10.0.0.0/8", "--mca", "mpi_yield_when_idle", "1", *tuned,
         "-x", f"TESTBED_PEER_PIDS={pids}", "-x", "PATH", *sleeping,

@@ -12,6 +12,7 @@ from scenarios import (
     hpn7_planes,
     hpn7_rails,
     incast,
+    launch,
     load_balancing,
     multi_job,
     server_nics,
@@ -20,5 +21,5 @@ from scenarios import (
 
 SCENARIOS = {m.NAME: m for m in (bigraph_allreduce, collectives, fabric_check, ecmp_collisions, incast, hpn7_planes,
                                  hpn7_rails, hpn7_at_scale, dual_tor_failover, server_nics, training_scaling,
-                                 multi_job, fault_localisation, faultbench, load_balancing, congestion)}
+                                 multi_job, fault_localisation, faultbench, load_balancing, congestion, launch)}
 DEFAULT = bigraph_allreduce.NAME

@@ -24,7 +24,8 @@ measurements behind it, is in docs/design.md.
 The public API (``testbed.api``, docs/api.md) is importable from here: ``testbed.fabric``,
 ``testbed.emulate``, ``testbed.compare``, the result classes and what a run is made of
 (``testbed.BiGraph``, ``testbed.place``, ``testbed.Ring``, ...). It is loaded on first use, so
-that the stages without Mininet (topology, routing) import without it.
+that the stages without Mininet (topology, routing) import without it. ``testbed.step(seconds)``
+reports a step of a program launched on the fabric (``run_scenario.py launch``) and loads nothing.
 """
 import importlib
 
@@ -42,6 +43,8 @@ API = ("fabric", "emulate", "Emulated", "plane_forms", "Draw", "compare", "trial
 
 
 def __getattr__(name):
+    if name == "step":          # a launched program's step report (runs.launch), without the API's imports
+        return importlib.import_module("testbed.runs.launch").step
     if name in API:
         return getattr(importlib.import_module("testbed.api"), name)
     raise AttributeError(f"module 'testbed' has no attribute {name!r}")

@@ -103,6 +103,11 @@ MUTANTS = (
            "    if how == \"fragmented\":\n        order = [",
            "    if False:\n        order = [",
            ("multi_job",)),
+    Mutant("ranks-in-one-host", "the launcher starts every rank in rank 0's host, whatever the placement",
+           "testbed/runs/launch.py",
+           "self.procs.append(self._spawn(rank, host, self.command, self.environment(rank)))",
+           "self.procs.append(self._spawn(rank, self.hosts[0], self.command, self.environment(rank)))",
+           ("launch",)),
 )
 # the scenarios no mutant here can fail through its smoke, and why (docs/tests.md)
 NOT_SHOWN = {}

@@ -232,6 +232,11 @@ BAD = [  # (options, what the one line must say); every scenario's options, buil
     (["ecmp_collisions", "--compare-cc", "cubic"], "give --compare-ecn K"),
     (["multi_job", "--compare-ecn", "30000", "--compare-cc", "bbr"], "BBR does not act on marks"),
     (["multi_job", "--compare-ecn", "30000", "--ecn", "30000"], "drop --ecn and --cc"),
+    (["launch", "--", "no-such-program", "--steps", "5"], "no-such-program: no such command on PATH"),
+    (["launch", "--", "python3", "examples/no_such_script.py"], "examples/no_such_script.py: no such file"),
+    (["launch", "--topology", "bigraph:2,4", "--ranks", "9"], "--ranks 9: BiGraph"),
+    (["launch", "--ranks", "0"], "--ranks"),
+    (["launch", "--timeout", "0"], "--timeout must be more than 0 s"),
 ]
 
 

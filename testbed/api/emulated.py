@@ -35,6 +35,7 @@ from testbed.runs import together
 from testbed.runs.collision_trials import collision_trials
 from testbed.runs.fanins import run_fanins
 from testbed.runs.jobs import run_jobs
+from testbed.runs.launch import Launch
 from testbed.runs.watch import Watch
 from testbed.topology import Topology, interface
 
@@ -283,6 +284,20 @@ class Emulated:
             job.check(self.topo)
         return run_jobs(self.emulation, jobs, iters, warmup, draws, self.folder / capture if capture else None,
                         offsets)
+
+    def launch(self, command: Sequence[str], *, hosts: Sequence[str] | None = None, env: dict | None = None,
+               mpi: bool = False, name: str = "launch") -> Launch:
+        """Your own program once per rank, started now in the hosts' namespaces with torchrun's
+        environment (``runs.launch``), or by ``mpirun`` with ``mpi``: a rank per host of `hosts`
+        (default: every host, in order), `env` added to each rank's. Returns the started launch:
+        ``wait(timeout)`` (each rank's exit code; a failed rank ends the others), ``ranks``,
+        ``pids``, ``logs``, ``steps()`` (what each rank reported with ``testbed.step``) and ``stop()``;
+        each rank's output in folder/name. Leaving the fabric ends every process in its hosts."""
+        command = list(command)
+        hosts = list(hosts) if hosts is not None else list(self.topo.hosts)
+        if not command or len(hosts) < 1 or any(h not in self.topo.hosts for h in hosts):
+            raise TestbedError("launch needs a command and one or more of the fabric's hosts")
+        return Launch(self.emulation, command, hosts, self.folder / name, dict(env or {}), mpi).start()
 
     def communicators(self, comms: Sequence[together.Comm], draw: Draw | None = None) -> together.Communicators:
         """The communicators' rank processes, kept open: ``with emu.communicators(comms) as group:

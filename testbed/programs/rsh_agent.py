@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""mpirun's rsh agent for bench.peers: `rsh_agent.py HOST COMMAND...` runs the command (an OpenMPI
-daemon) in the network namespace of the emulated host HOST, whose pid the file named by
-TESTBED_PEER_PIDS gives ({host: pid})."""
+"""mpirun's rsh agent for a launch (``runs.launch``) and bench.peers: `rsh_agent.py HOST COMMAND...`
+runs the command (an OpenMPI daemon) in the network namespace of the emulated host HOST, whose pid
+the file named by TESTBED_PEER_PIDS gives ({host: pid})."""
 import json
 import os
 import sys

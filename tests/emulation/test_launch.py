@@ -1,0 +1,56 @@
+"""A user's own programs on the fabric, started by the launcher: PyTorch DDP over gloo (its ranks
+end with one model: their losses on a shared batch agree) and an mpi4py allreduce under mpirun
+(each rank's sum checked against numpy), each step reported back; a rank that fails at once ends
+the others, and nothing is left behind."""
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+import testbed
+from testbed.runs.jobs import bus_bytes
+from testbed.runs.launch import LaunchError
+
+PROJECT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def emu(tmp_path, clean_machine, monkeypatch):
+    monkeypatch.chdir(PROJECT)                         # the examples' paths, as a user runs them
+    with testbed.emulate(testbed.fabric("bigraph:2,4"), folder=tmp_path) as running:
+        yield running
+
+
+def test_ddp_s_ranks_end_with_one_model_and_its_gradients_cross_the_fabric_as_a_ring_moves_them(emu):
+    pytest.importorskip("torch")
+    launched = emu.launch(["python3", "examples/ddp_train.py", "--steps", "10"])
+    launched.wait(300)
+    results, steps = launched.results(), launched.steps()
+    assert [r["rank"] for r in results] == list(range(8))
+    assert len({r["loss"] for r in results}) == 1, results           # DDP averaged the gradients
+    assert all(len(mine) == 10 for mine in steps)
+    ring = 10 * bus_bytes("allreduce", 8, results[0]["gradient_bytes"])
+    assert 0.9 <= launched.fabric_bytes() / ring <= 1.3
+
+
+def test_an_mpi_program_runs_under_mpirun_on_every_host(emu):
+    pytest.importorskip("mpi4py")
+    launched = emu.launch(["python3", "examples/mpi_allreduce.py", "--steps", "5", "--bytes", "65536"], mpi=True)
+    launched.wait(300)
+    results = launched.results()
+    assert [r["rank"] for r in results] == list(range(8)) and sum(r["wrong"] for r in results) == 0
+    assert [len(mine) for mine in launched.steps()] == [5] * 8
+    assert launched.fabric_bytes() >= 5 * bus_bytes("allreduce", 8, 65536) * 0.9
+
+
+def test_a_rank_that_fails_at_once_ends_the_others(emu):
+    command = ["python3", "-c", "import os, time; int(os.environ['RANK']) == 3 and exit(7); time.sleep(600)"]
+    launched = emu.launch(command)
+    started = time.monotonic()
+    with pytest.raises(LaunchError, match="rank 3 exited with code 7"):
+        launched.wait(120)
+    assert time.monotonic() - started < 30
+    for pid in launched.pids:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
