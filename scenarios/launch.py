@@ -19,12 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from scenarios.common import add_fabric_arguments, at_least, fabric
-from testbed.api import PLACEMENTS, TestbedError, place_jobs
+from testbed.api import PLACEMENTS, LaunchError, TestbedError, bus_bytes, place_jobs
 from testbed.experiments import describe
 from testbed.experiments.claims import Claim
 from testbed.experiments.code_half import EMULATION
-from testbed.runs.jobs import bus_bytes
-from testbed.runs.launch import LaunchError
 
 NAME = "launch"
 HELP = "run your own program once per rank on a fabric (torchrun's environment, or mpirun with --mpi)"

@@ -38,8 +38,8 @@ API = ("fabric", "emulate", "Emulated", "plane_forms", "Draw", "compare", "trial
        "COLLECTIVE_VARIANTS", "place", "place_jobs", "servers", "part_of_racks", "rail_ring", "on_shared_nics",
        "Ring", "HalvingDoubling", "PairwiseAlltoall", "workloads", "scaled_count", "CrossSegmentJob",
        "data_connections", "compute_seconds", "linear_ratio", "ELEMENT_BYTES", "EAGER_LIMIT", "HIGH_DSCP",
-       "PRIORITIES", "BONDS", "Placer", "Fault", "Job", "NVLINK_GBIT", "check_ecn", "check_congestion_control",
-       "congestion_controls", "interface")
+       "PRIORITIES", "BONDS", "Placer", "Fault", "Job", "NVLINK_GBIT", "bus_bytes", "Launch", "LaunchError",
+       "check_ecn", "check_congestion_control", "congestion_controls", "interface")
 
 
 def __getattr__(name):

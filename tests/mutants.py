@@ -137,7 +137,7 @@ def smoke(tree, name, folder):
     if said.returncode:
         return True, f"the mutated tree does not import ({said.stderr.strip().splitlines()[-1][:120]})"
     options = json.loads(said.stdout)
-    run = subprocess.run([sys.executable, "run_scenario.py", name, *options, "--results", str(folder)],
+    run = subprocess.run([sys.executable, "run_scenario.py", name, "--results", str(folder), *options],
                          cwd=tree, capture_output=True, text=True, timeout=1800)
     record = folder / "record.json"
     if not record.exists():

@@ -43,7 +43,8 @@ def short_form(argv):
 
 
 def options(words):
-    """{--name: its value, or None for a flag}, in order."""
+    """{--name: its value, or None for a flag}, in order; a program's words after "--" (launch) left out."""
+    words = list(words)[:list(words).index("--")] if "--" in words else list(words)
     out, k = {}, 0
     while k < len(words):
         value = words[k + 1] if k + 1 < len(words) and not words[k + 1].startswith("--") else None
@@ -53,14 +54,17 @@ def options(words):
 
 
 def with_smoke(argv, smoke):
-    out, given = list(argv), {a for a in argv if a.startswith("--")}
+    """argv with the smoke's options it lacks, before a program's "--" (launch)."""
+    cut = argv.index("--") if "--" in argv else len(argv)
+    out, program = list(argv[:cut]), list(argv[cut:])
+    given = {a for a in out if a.startswith("--")}
     for name, value in smoke.items():
         if name not in given:
             out += [name] + ([value] if value is not None else [])
         elif name in COUNTS and value is not None:
             at = out.index(name) + 1
             out[at] = str(min(int(out[at]), int(value)))
-    return out
+    return out + program
 
 
 def accepted(argv):
@@ -114,7 +118,8 @@ def test_each_command_of_the_guide_runs_in_its_short_form(guide, command, tmp_pa
     parse = run_scenario.parser().parse_args
     if vars(parse(short_form(argv))) == vars(parse([argv[0], *SCENARIOS[argv[0]].SMOKE])):
         pytest.skip("its short form is the scenario's smoke run, which tests/emulation/test_claims.py runs")
-    run = subprocess.run([sys.executable, "run_scenario.py", *short_form(argv), "--results", str(tmp_path / "run")],
+    short = short_form(argv)
+    run = subprocess.run([sys.executable, "run_scenario.py", short[0], "--results", str(tmp_path / "run"), *short[1:]],
                          cwd=ROOT, capture_output=True, text=True, timeout=1200, stdin=subprocess.DEVNULL)
     if "# refused" in command:
         assert run.returncode == 2 and len(run.stderr.strip().splitlines()) == 1, run.stderr[-1000:]

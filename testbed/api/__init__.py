@@ -54,7 +54,8 @@ from testbed.errors import TestbedError
 from testbed.programs.rank import EAGER_LIMIT
 from testbed.report.paired import trial_order
 from testbed.routing.hashing import BONDS, Draw, Placer
-from testbed.runs.jobs import NVLINK_GBIT, Job
+from testbed.runs.jobs import NVLINK_GBIT, Job, bus_bytes
+from testbed.runs.launch import Launch, LaunchError
 from testbed.runs.together import Comm
 from testbed.topology import DEFAULT_QUEUE, DEFAULT_RATE, FORMS, HPN7, BiGraph, LeafSpine, from_spec
 from testbed.topology.base import interface, with_scaleup
@@ -70,5 +71,5 @@ __all__ = ["fabric", "emulate", "Emulated", "plane_forms", "Draw", "compare", "t
            "place_jobs", "servers", "part_of_racks", "rail_ring", "on_shared_nics", "Ring", "HalvingDoubling",
            "PairwiseAlltoall", "workloads", "scaled_count", "CrossSegmentJob", "data_connections",
            "compute_seconds", "linear_ratio", "ELEMENT_BYTES", "EAGER_LIMIT", "HIGH_DSCP", "PRIORITIES", "BONDS",
-           "Placer", "Fault", "Job", "NVLINK_GBIT", "check_ecn", "check_congestion_control",
-           "congestion_controls", "interface"]
+           "Placer", "Fault", "Job", "NVLINK_GBIT", "bus_bytes", "Launch", "LaunchError", "check_ecn",
+           "check_congestion_control", "congestion_controls", "interface"]

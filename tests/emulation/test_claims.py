@@ -44,7 +44,8 @@ def emulator_bound(record, claim):
 
 def smoke(name, folder):
     module = SCENARIOS[name]
-    run = subprocess.run([sys.executable, "run_scenario.py", name, *module.SMOKE, "--results", str(folder)],
+    # --results before the smoke's options: a smoke may end with "-- COMMAND" (launch), which takes the rest
+    run = subprocess.run([sys.executable, "run_scenario.py", name, "--results", str(folder), *module.SMOKE],
                          cwd=PROJECT, capture_output=True, text=True, timeout=900)
     refusal = run.stderr.strip().splitlines()[-1] if run.returncode == 2 and run.stderr.strip() else ""
     if "faithful" in refusal:    # this machine's calibration refuses the smoke's load, before anything is built
