@@ -54,3 +54,39 @@ def test_a_rank_that_fails_at_once_ends_the_others(emu):
     for pid in launched.pids:
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
+
+
+def test_ctrl_c_ends_every_rank_and_leaves_nothing(tmp_path, clean_machine):
+    import signal
+    import subprocess
+    import sys
+    import uuid
+    marker = f"launch-ctrl-c-{uuid.uuid4().hex[:8]}"
+    proc = subprocess.Popen([sys.executable, "run_scenario.py", "launch", "--topology", "bigraph:2,4",
+                             "--results", str(tmp_path / "run"), "--", "python3", "-c",
+                             f"import time; time.sleep(600)  # {marker}"],
+                            cwd=PROJECT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and len(ranks_with(marker)) < 8:
+            time.sleep(0.2)
+        assert len(ranks_with(marker)) == 8              # every rank started, in its host
+    finally:
+        proc.send_signal(signal.SIGINT)
+        out = proc.communicate(timeout=60)[0]
+    assert proc.returncode == 130 and "interrupted" in out, out
+    assert ranks_with(marker) == []
+
+
+def ranks_with(marker):
+    """Pids of the rank processes whose command line holds `marker` (not the run's own)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                words = (entry / "cmdline").read_bytes().decode(errors="replace").split("\0")
+                if any(marker in w for w in words) and not any(w.endswith("run_scenario.py") for w in words):
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
