@@ -10,6 +10,10 @@ result as a JSON object on its last line. ``python3`` is the project's venv's (P
 mpi4py). The default program is ``examples/ddp_train.py``: PyTorch DDP over gloo, whose ranks'
 losses on one shared batch agree when the gradients were averaged; the bytes its hosts sent are
 set against what a ring allreduce of its gradients moves per step (2 (N - 1) / N of them per rank).
+With ``--compare SPEC`` (repeatable) the program also runs on other fabrics, routed by ECMP, trial by
+trial in alternating order, and its median step time is compared with --topology's (deterministic
+routes) over the paired trials, with a 95% interval; each trial's connections take the source ports
+the kernel gives them, so each is a fresh hash draw.
 """
 import os
 import shutil
@@ -19,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from scenarios.common import add_fabric_arguments, at_least, fabric
-from testbed.api import PLACEMENTS, LaunchError, TestbedError, bus_bytes, place_jobs
+from testbed.api import PLACEMENTS, LaunchError, TestbedError, bus_bytes, compare, place_jobs, trial_order
 from testbed.experiments import describe
 from testbed.experiments.claims import Claim
 from testbed.experiments.code_half import EMULATION
@@ -39,7 +43,14 @@ AGREE = 1e-6          # relative: two ranks' losses on the same batch from the s
 
 def add_arguments(parser):
     add_fabric_arguments(parser, topology="bigraph:2,8", scaleup=None)
-    parser.add_argument("--ranks", type=int, default=None, help="ranks, one per host (default: every host)")
+    parser.add_argument("--compare", action="append", default=[], metavar="SPEC",
+                        help="also run the program on this fabric, routed by ECMP, trial by trial beside "
+                             "--topology's (deterministic routes), and compare the median step time (repeatable)")
+    parser.add_argument("--trials", type=int, default=1,
+                        help="runs on each fabric, in alternating order (default %(default)s; with --compare, 3 or "
+                             "more give an interval)")
+    parser.add_argument("--ranks", type=int, default=None, help="ranks, one per host (default: every host of the "
+                        "smallest fabric)")
     parser.add_argument("--placement", choices=PLACEMENTS, default="packed",
                         help="which hosts the ranks take, as multi_job places a job (default %(default)s)")
     parser.add_argument("--mpi", action="store_true",
@@ -50,18 +61,31 @@ def add_arguments(parser):
                         help="the program and its arguments, after -- (default: " + " ".join(DEFAULT_COMMAND) + ")")
 
 
+@dataclass(frozen=True)
+class Form:
+    """A fabric the program runs on: its spec as given, its topology, its routing, the rank hosts."""
+    spec: str
+    topo: object
+    routing: str
+    hosts: tuple
+
+    @property
+    def label(self):
+        return f"{self.spec} {self.routing}"
+
+
 @dataclass
 class Plan:
-    topo: object
+    forms: list
     mtu: int
-    hosts: list
     command: list
     mpi: bool
     timeout: float
+    trials: int
 
     @property
     def fabrics(self):
-        return [self.topo]
+        return [f.topo for f in self.forms]
 
 
 def findable(command):
@@ -76,19 +100,23 @@ def findable(command):
 
 
 def prepare(args):
-    topo = fabric(args)
+    specs = [(args.topology, "deterministic")] + [(spec, "ecmp") for spec in args.compare]
+    topos = [fabric(args, spec, "--topology" if k == 0 else "--compare") for k, (spec, _) in enumerate(specs)]
     command = list(args.command) or list(DEFAULT_COMMAND)
     findable(command)
     if args.mpi and shutil.which("mpirun") is None:
         raise TestbedError("--mpi needs Open MPI's mpirun: run ./setup.sh, which installs openmpi-bin")
-    ranks = len(topo.hosts) if args.ranks is None else at_least(args.ranks, 1, "--ranks")
-    if ranks > len(topo.hosts):
-        raise TestbedError(f"--ranks {ranks}: {topo.name} has {len(topo.hosts)} hosts: give --ranks "
-                           f"{len(topo.hosts)} or fewer, or a larger --topology")
+    smallest = min(topos, key=lambda topo: len(topo.hosts))
+    ranks = len(smallest.hosts) if args.ranks is None else at_least(args.ranks, 1, "--ranks")
+    if ranks > len(smallest.hosts):
+        raise TestbedError(f"--ranks {ranks}: {smallest.name} has {len(smallest.hosts)} hosts: give --ranks "
+                           f"{len(smallest.hosts)} or fewer, or a larger fabric")
+    trials = at_least(args.trials, 1, "--trials")
     if args.timeout <= 0:
         raise TestbedError(f"--timeout must be more than 0 s (got {args.timeout:g})")
-    (hosts,) = place_jobs(topo, [ranks], args.placement)
-    return Plan(topo, args.mtu, hosts, command, args.mpi, args.timeout)
+    forms = [Form(spec, topo, routing, tuple(place_jobs(topo, [ranks], args.placement)[0]))
+             for (spec, routing), topo in zip(specs, topos)]
+    return Plan(forms, args.mtu, command, args.mpi, args.timeout, trials)
 
 
 def agreement(results):
@@ -101,55 +129,101 @@ def agreement(results):
 
 
 def run(plan, experiment):
-    topo = plan.topo
     how = "mpirun" if plan.mpi else "once per rank, torchrun's environment"
-    experiment.header(f"# launch: {' '.join(plan.command)} on {topo.describe()}: {len(plan.hosts)} ranks ({how}), "
-                      f"hosts {plan.hosts[0]}..{plan.hosts[-1]}")
-    experiment.about.update(topology=topo.name, rate_mbit=topo.rate, mtu=plan.mtu, command=plan.command,
-                            hosts=plan.hosts, mpi=plan.mpi)
-    with experiment.emulate(topo, mtu=plan.mtu) as emu:
+    ranks = len(plan.forms[0].hosts)
+    experiment.header(f"# launch: {' '.join(plan.command)}, {ranks} ranks ({how}), {plan.trials} trial(s) on "
+                      + "; ".join(f"{f.topo.describe()} ({f.routing})" for f in plan.forms))
+    experiment.about.update(topology=plan.forms[0].topo.name, rate_mbit=plan.forms[0].topo.rate, mtu=plan.mtu,
+                            command=plan.command, fabrics=[f.label for f in plan.forms], mpi=plan.mpi)
+    runs = {}
+    for trial in range(plan.trials):
+        for k in trial_order(range(len(plan.forms)), trial):
+            runs[k, trial] = once(plan, experiment, k, trial)
+            if runs[k, trial] is None:
+                return
+    summarise(plan, experiment, runs)
+
+
+def once(plan, experiment, k, trial):
+    """One run of the program on form k: its figures, or None where it failed (said, and the run failed)."""
+    form = plan.forms[k]
+    name = f"launch-{k}-{trial}" if len(plan.forms) > 1 or plan.trials > 1 else "launch"
+    with experiment.emulate(form.topo, form.routing, mtu=plan.mtu) as emu:
         experiment.about["datapath"] = emu.datapath
         with emu.cpu_monitor() as cpu:
-            launched = emu.launch(plan.command, hosts=plan.hosts, mpi=plan.mpi)
+            launched = emu.launch(plan.command, hosts=list(form.hosts), mpi=plan.mpi, name=name)
             try:
                 launched.wait(plan.timeout)
             except LaunchError as e:
                 experiment.failed = str(e)
-                experiment.say(f"failed: {e}; each rank's output: {launched.folder}")
-                return
+                experiment.say(f"failed on {form.label}: {e}; each rank's output: {launched.folder}")
+                return None
             finally:
                 launched.stop()
         seconds, sent = launched.seconds, launched.fabric_bytes()
-    verdict = cpu.result()
     steps, results = launched.steps(), launched.results()
-    experiment.results.csv("steps.csv", [{"rank": r, "step": k, "seconds": s}
-                                         for r, mine in enumerate(steps) for k, s in enumerate(mine)])
+    experiment.results.append("steps.csv", *[{"fabric": form.label, "trial": trial, "rank": r, "step": s,
+                                              "seconds": v} for r, mine in enumerate(steps)
+                                             for s, v in enumerate(mine)])
     for rank, (mine, result) in enumerate(zip(steps, results)):
-        median = f"median step {statistics.median(mine) * 1e3:8.1f} ms over {len(mine)}" if mine else "no step reported"
-        experiment.row({"rank": rank, "host": plan.hosts[rank], "steps": len(mine),
-                        "median_step_s": statistics.median(mine) if mine else None, **result},
-                       f"  rank {rank:3d} {plan.hosts[rank]:8s} {median}  {result or 'no result line'}",
-                       csv="ranks.csv")
-    every = [s for mine in steps for s in mine]
-    experiment.headline.update({"seconds": seconds, "fabric bytes": sent})
-    if every:
-        experiment.headline["median step (ms)"] = statistics.median(every) * 1e3
-    agree = agreement(results)
-    if agree is not None:
-        experiment.headline["ranks agreeing with rank 0"] = agree
-    lines = [f"ran {seconds:.1f} s; the ranks' hosts sent {sent / 1e6:.2f} MB onto the fabric"]
+        experiment.results.append("ranks.csv", {"fabric": form.label, "trial": trial, "rank": rank,
+                                                "host": form.hosts[rank], "steps": len(mine),
+                                                "median_step_s": statistics.median(mine) if mine else None,
+                                                **{key: v for key, v in result.items() if not isinstance(v, dict)}})
+    every = [v for mine in steps for v in mine]
+    figures = {"fabric": form.label, "trial": trial, "seconds": round(seconds, 2), "fabric_bytes": sent,
+               "median_step_s": statistics.median(every) if every else None, "agree": agreement(results),
+               "wrong": sum(r.get("wrong", 0) for r in results), **cpu.result()}
     grads = {(r.get("gradient_bytes"), r.get("steps")) for r in results}
     if len(grads) == 1 and None not in next(iter(grads)):
         gradient, count = next(iter(grads))
-        ring = count * bus_bytes("allreduce", len(plan.hosts), gradient)
-        experiment.headline["fabric bytes over the ring's"] = sent / ring
-        lines.append(f"  a ring allreduce of its {gradient / 1e3:.1f} kB of gradients per step moves "
-                     f"{ring / 1e6:.2f} MB over {count} steps: the fabric carried {sent / ring:.2f} of that")
-    if agree is not None:
-        lines.append(f"  ranks whose loss on the shared batch is rank 0's: {agree:.0%}")
-    wrong = sum(r.get("wrong", 0) for r in results)
-    if any("wrong" in r for r in results):
-        experiment.headline["#wrong"] = wrong
-    lines.append(f"  {describe(verdict)}; the program's own computation counts in the machine's load: a "
-                 "saturated core here may be the ranks' work, not only the switches'")
+        figures["ring_bytes"] = count * bus_bytes("allreduce", len(form.hosts), gradient)
+        figures["over_ring"] = sent / figures["ring_bytes"]
+    step = f"median step {figures['median_step_s'] * 1e3:8.1f} ms" if every else "no step reported"
+    ring = f"  fabric bytes {figures['over_ring']:.2f} of the ring's" if "over_ring" in figures else ""
+    agree = f"  ranks agreeing {figures['agree']:.0%}" if figures["agree"] is not None else ""
+    experiment.row(figures, f"  trial {trial} {form.label:28s} {step}  {seconds:6.1f} s{ring}{agree}  "
+                            f"{'BOTTLENECK' if figures['emulator_bottleneck'] else 'ok'}", csv="runs.csv")
+    if len(plan.forms) == 1 and plan.trials == 1:
+        for rank, (mine, result) in enumerate(zip(steps, results)):
+            median = f"median step {statistics.median(mine) * 1e3:8.1f} ms over {len(mine)}" if mine else \
+                "no step reported"
+            experiment.say(f"  rank {rank:3d} {form.hosts[rank]:8s} {median}  {result or 'no result line'}",
+                           section="rows")
+    return figures
+
+
+def summarise(plan, experiment, runs):
+    first = [runs[0, t] for t in range(plan.trials)]
+    one = first[0]
+    lines = [f"ran {one['seconds']:.1f} s; the ranks' hosts sent {one['fabric_bytes'] / 1e6:.2f} MB onto the fabric"]
+    experiment.headline.update({"seconds": one["seconds"], "fabric bytes": one["fabric_bytes"]})
+    steps = [r["median_step_s"] for r in first if r["median_step_s"] is not None]
+    if steps:
+        experiment.headline["median step (ms)"] = statistics.median(steps) * 1e3
+    agree = [r["agree"] for r in runs.values()]
+    if None not in agree:
+        experiment.headline["ranks agreeing with rank 0"] = min(agree)
+        lines.append(f"  ranks whose loss on the shared batch is rank 0's: {min(agree):.0%} (the fewest of "
+                     f"{len(agree)} run(s))")
+    if "over_ring" in one:
+        over = statistics.median(r["over_ring"] for r in first)
+        experiment.headline["fabric bytes over the ring's"] = over
+        lines.append(f"  a ring allreduce of its gradients moves {one['ring_bytes'] / 1e6:.2f} MB over its steps: the "
+                     f"fabric carried {over:.2f} of that on {plan.forms[0].label}")
+    if any("wrong" in r for r in runs.values()) and experiment.wrong:
+        experiment.headline["#wrong"] = experiment.wrong
+    for k, form in enumerate(plan.forms[1:], start=1):
+        pairs = [(runs[0, t]["median_step_s"], runs[k, t]["median_step_s"]) for t in range(plan.trials)]
+        if all(a is not None and b is not None for a, b in pairs):
+            c = compare(f"median step, {plan.forms[0].label} against {form.label}", (plan.forms[0].label, form.label),
+                        pairs)
+            lines.append(f"  {c.line()}")
+            experiment.headline.update(c.headline(f"median step: {form.label}"))
+    bound = [f"{r['fabric']} trial {r['trial']}" for r in runs.values() if r["emulator_bottleneck"]]
+    lines.append(f"  {describe(one)}" if len(runs) == 1 else
+                 f"  emulator WAS the bottleneck in {len(bound)} of {len(runs)} runs ({', '.join(bound)})" if bound else
+                 f"  emulator was not the bottleneck in any of the {len(runs)} runs")
+    lines.append("  the program's own computation counts in the machine's load: a saturated core may be the ranks' "
+                 "work, not only the switches'")
     experiment.say(*lines)
