@@ -51,6 +51,9 @@ def main():
     parameters = sum(p.numel() for p in model.parameters())
     print(json.dumps({"rank": rank, "world": world, "host": os.environ.get("TESTBED_HOST"), "loss": loss,
                       "parameters": parameters, "gradient_bytes": parameters * 4, "steps": args.steps}), flush=True)
+    # every rank through before any tears its process group down: one rank of 16 that left first
+    # made another abort in gloo's teardown ("terminate called without an active exception")
+    dist.barrier()
     dist.destroy_process_group()
 
 
