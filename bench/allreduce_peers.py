@@ -36,7 +36,7 @@ import testbed
 from testbed.errors import Interrupted
 from testbed.fidelity.verdict import describe
 from testbed.report.folder import RESULTS_ROOT
-from testbed.runs.launch import RSH_AGENT
+from testbed.runs.launch import mpirun
 
 HERE = Path(__file__).resolve().parent / "peers"
 OURS = ("auto", "hd", "hdrm", "rd", "rdrm", "ring")
@@ -80,19 +80,12 @@ def yield_sleeps(folder):
 def openmpi(emu, hosts, sizes, iters, algorithm, folder, preload, sleep_us):
     """OpenMPI's allreduce `algorithm` over `hosts`, each rank preloading `preload` (the sched_yield
     shim, sleeping `sleep_us`) or nothing (None): [{size, seconds, wrong}]."""
-    pids = folder / "pids.json"
-    pids.write_text(json.dumps({h: emu.emulation.host(h).pid for h in hosts}))
-    hostfile = folder / "hostfile"
-    hostfile.write_text("".join(f"{h} slots=1\n" for h in hosts))
+    command, pids = mpirun(emu.emulation, hosts, folder)
     sleeping = ["-x", f"LD_PRELOAD={preload}", "-x", f"TESTBED_YIELD_SLEEP_US={sleep_us}"] if preload else []
     tuned = ["--mca", "coll_tuned_use_dynamic_rules", "1", "--mca", "coll_tuned_allreduce_algorithm",
              str(algorithm)] if algorithm else []
     done = in_host(emu, hosts[0], [
-        "mpirun", "--allow-run-as-root", "-np", str(len(hosts)), "--hostfile", str(hostfile), "--bind-to", "none",
-        "--mca", "plm_rsh_agent", str(RSH_AGENT), "--mca", "plm_rsh_no_tree_spawn", "1",
-        "--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include", "10.0.0.0/8",
-        "--mca", "oob_tcp_if_include", "10.0.0.0/8", "--mca", "mpi_yield_when_idle", "1", *tuned,
-        "-x", f"TESTBED_PEER_PIDS={pids}", "-x", "PATH", *sleeping,
+        *command, *tuned, "-x", f"TESTBED_PEER_PIDS={pids}", "-x", "PATH", *sleeping,
         sys.executable, str(HERE / "mpi_allreduce.py"), ",".join(map(str, sizes)), str(iters)],
         timeout=900, env={"TESTBED_PEER_PIDS": str(pids), "PATH": "/usr/bin:/bin:/usr/sbin:/sbin"})
     if done.returncode:

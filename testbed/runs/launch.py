@@ -38,6 +38,23 @@ class LaunchError(RunFailure):
     pass
 
 
+def mpirun(emulation, hosts, folder):
+    """(mpirun's command up to the program's words, the file of host pids its rsh agent reads) for
+    one rank per entry of `hosts`, over TCP on the fabric's addresses, its daemons started in the
+    hosts' namespaces by the rsh agent, idle ranks yielding; writes folder/hostfile and
+    folder/host_pids.json. Run it from the first host's namespace with TESTBED_PEER_PIDS set to the
+    pid file, and export that variable to the ranks (``-x``)."""
+    pids = folder / "host_pids.json"
+    pids.write_text(json.dumps({h: emulation.host(h).pid for h in dict.fromkeys(hosts)}))
+    hostfile = folder / "hostfile"
+    hostfile.write_text("".join(f"{h} slots={hosts.count(h)}\n" for h in dict.fromkeys(hosts)))
+    return ["mpirun", "--allow-run-as-root", "-np", str(len(hosts)), "--hostfile", str(hostfile),
+            "--map-by", "slot", "--bind-to", "none", "--mca", "plm_rsh_agent", str(RSH_AGENT),
+            "--mca", "plm_rsh_no_tree_spawn", "1", "--mca", "btl", "tcp,self",
+            "--mca", "btl_tcp_if_include", "10.0.0.0/8", "--mca", "oob_tcp_if_include", "10.0.0.0/8",
+            "--mca", "mpi_yield_when_idle", "1"], pids
+
+
 def step(seconds):
     """Report one step of a launched program (its time, seconds) to the launch that started it."""
     print(f"testbed-step {seconds:.6f}", flush=True)
@@ -107,23 +124,14 @@ class Launch:
     def _start_mpirun(self):
         """One mpirun, in rank 0's host, its daemons started in the other hosts by the rsh agent;
         each rank's output in its own files (OpenMPI's --output-filename)."""
-        pids = self.folder / "host_pids.json"
-        pids.write_text(json.dumps({h: self.emulation.host(h).pid for h in dict.fromkeys(self.hosts)}))
-        hostfile = self.folder / "hostfile"
-        slots = {h: self.hosts.count(h) for h in dict.fromkeys(self.hosts)}
-        hostfile.write_text("".join(f"{h} slots={n}\n" for h, n in slots.items()))
+        command, pids = mpirun(self.emulation, self.hosts, self.folder)
         env = self.environment(0)
         for name in ("RANK", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GLOO_SOCKET_IFNAME", "TESTBED_HOST"):
             env.pop(name)                 # mpirun gives each rank its own (OMPI_COMM_WORLD_RANK ...)
         env["TESTBED_PEER_PIDS"] = str(pids)
         exported = [a for name in ("PATH", "PYTHONPATH", "OMP_NUM_THREADS", "PYTHONUNBUFFERED", "TESTBED_PEER_PIDS",
                                    *self.env) for a in ("-x", name)]
-        command = ["mpirun", "--allow-run-as-root", "-np", str(self.ranks), "--hostfile", str(hostfile),
-                   "--map-by", "slot", "--bind-to", "none", "--mca", "plm_rsh_agent", str(RSH_AGENT),
-                   "--mca", "plm_rsh_no_tree_spawn", "1", "--mca", "btl", "tcp,self",
-                   "--mca", "btl_tcp_if_include", "10.0.0.0/8", "--mca", "oob_tcp_if_include", "10.0.0.0/8",
-                   "--mca", "mpi_yield_when_idle", "1", "--output-filename", str(self.folder / "mpi"),
-                   *exported, *self.command]
+        command += ["--output-filename", str(self.folder / "mpi"), *exported, *self.command]
         self.procs.append(self._spawn(0, self.hosts[0], command, env))
         self.logs = {"mpirun": self.logs.pop(0)}
 

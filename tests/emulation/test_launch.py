@@ -3,7 +3,11 @@ end with one model: their losses on a shared batch agree) and an mpi4py allreduc
 (each rank's sum checked against numpy), each step reported back; a rank that fails at once ends
 the others, and nothing is left behind."""
 import os
+import signal
+import subprocess
+import sys
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -57,10 +61,6 @@ def test_a_rank_that_fails_at_once_ends_the_others(emu):
 
 
 def test_ctrl_c_ends_every_rank_and_leaves_nothing(tmp_path, clean_machine):
-    import signal
-    import subprocess
-    import sys
-    import uuid
     marker = f"launch-ctrl-c-{uuid.uuid4().hex[:8]}"
     proc = subprocess.Popen([sys.executable, "run_scenario.py", "launch", "--topology", "bigraph:2,4",
                              "--results", str(tmp_path / "run"), "--", "python3", "-c",
