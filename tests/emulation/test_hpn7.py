@@ -39,9 +39,11 @@ def sent_per_port(emu, host, flows):
 def test_one_address_answers_on_both_ports_and_flows_use_both(fabric):
     h0, h1 = fabric.topo.hosts["h0"], fabric.topo.hosts["h1"]
     sent, (flows, cpu) = sent_per_port(fabric, h0, lambda: run_flows(
-        fabric, [(h0.ports[0], h1.ports[0])], None, duration=3, streams=8))
+        fabric, [(h0.ports[0], h1.ports[0])], None, duration=3, streams=16))
     assert flows[0]["error"] is None, flows
-    assert min(sent) > 0.1 * sum(sent), sent          # 8 connections: both ports carry some
+    # 16 connections hashed at random land all on one port once in 2**15 runs (8 did once in 128: a
+    # CI run failed so); one connection of 16 on a port carries about 1/16 of the bytes
+    assert min(sent) > 0.03 * sum(sent), sent
     assert flows[0]["received_mbit"] > 1.2 * fabric.topo.rate, (flows, cpu)   # more than one port's rate
 
 
