@@ -23,10 +23,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from scenarios.common import add_fabric_arguments, at_least, fabric
-from testbed.api import PLACEMENTS, LaunchError, TestbedError, bus_bytes, compare, place_jobs, trial_order
+from testbed.api import PLACEMENTS, Fault, LaunchError, TestbedError, bus_bytes, compare, place_jobs, trial_order
 from testbed.experiments import describe
 from testbed.experiments.claims import Claim
 from testbed.experiments.code_half import EMULATION
+from testbed.experiments.launch_faults import NoSteps, run_fault
 
 NAME = "launch"
 HELP = "run your own program once per rank on a fabric (torchrun's environment, or mpirun with --mpi)"
@@ -38,6 +39,10 @@ CLAIMS = (Claim("every rank ends with the same model (DDP averaged the gradients
 SMOKE = ("--topology", "bigraph:2,4", "--", "python3", "examples/ddp_train.py", "--steps", "20")
 # the code that measures, judges and scores this scenario's runs: the code half of its records
 CODE = (*EMULATION, "testbed/runs/launch.py", "testbed/collectives/placements.py", "examples/ddp_train.py")
+# and for a run with --inject, the monitor that watches it and the detector that names the fault
+CODE_WITH = {"inject": ("testbed/runs/launch_watch.py", "testbed/runs/watch.py", "testbed/experiments/launch_faults.py",
+                        "testbed/fidelity/monitor.py", "testbed/fidelity/diagnosis.py",
+                        "testbed/fidelity/windows.py")}
 AGREE = 1e-6          # relative: two ranks' losses on the same batch from the same weights
 
 
@@ -57,6 +62,14 @@ def add_arguments(parser):
                         help="start the program with mpirun (Open MPI, TCP over the fabric) instead of once per rank")
     parser.add_argument("--timeout", type=float, default=900.0,
                         help="seconds the program may run before every rank is ended (default %(default)s)")
+    parser.add_argument("--inject", default=None, metavar="FAULT",
+                        help="a fault while the program runs, KIND:WHERE[:HOW]@SECONDS after its first step "
+                             "(as fault_localisation's --inject; a rank's fault not with --mpi), found or not by the "
+                             "operator's monitor watching the fabric and the program's steps")
+    parser.add_argument("--fault-for", type=float, default=10.0,
+                        help="seconds the --inject fault lasts (default %(default)s)")
+    parser.add_argument("--react", action="store_true",
+                        help="with --inject, route around a switch link the monitor names slow")
     parser.add_argument("command", nargs="*", metavar="-- COMMAND",
                         help="the program and its arguments, after -- (default: " + " ".join(DEFAULT_COMMAND) + ")")
 
@@ -82,6 +95,9 @@ class Plan:
     mpi: bool
     timeout: float
     trials: int
+    fault: object = None
+    fault_for: float = 0.0
+    react: bool = False
 
     @property
     def fabrics(self):
@@ -114,9 +130,29 @@ def prepare(args):
     trials = at_least(args.trials, 1, "--trials")
     if args.timeout <= 0:
         raise TestbedError(f"--timeout must be more than 0 s (got {args.timeout:g})")
+    fault = injected(args, topos[0], ranks, trials)
     forms = [Form(spec, topo, routing, tuple(place_jobs(topo, [ranks], args.placement)[0]))
              for (spec, routing), topo in zip(specs, topos)]
-    return Plan(forms, args.mtu, command, args.mpi, args.timeout, trials)
+    return Plan(forms, args.mtu, command, args.mpi, args.timeout, trials, fault, args.fault_for, args.react)
+
+
+def injected(args, topo, ranks, trials):
+    """The --inject fault, checked against the fabric and the ranks, or None."""
+    at_least(args.fault_for, 1, "--fault-for", " s")
+    if args.inject is None:
+        if args.react:
+            raise TestbedError("--react routes around a fault the monitor names: give --inject too")
+        return None
+    if args.compare or trials > 1:
+        raise TestbedError("--inject runs once, on --topology: leave out --compare and --trials")
+    fault = Fault.parse(args.inject)
+    if fault.iteration is not None:
+        raise TestbedError(f"--inject {args.inject}: give the time after the program's first step in seconds "
+                           "(@SECONDS)")
+    if fault.kind in ("slow-rank", "hang-rank") and args.mpi:
+        raise TestbedError(f"--inject {args.inject}: under --mpi, mpirun starts the ranks, so a rank's process is "
+                           "not the launch's to slow or stop: leave out --mpi or inject a fabric fault")
+    return fault.check(topo, ranks)
 
 
 def agreement(results):
@@ -150,11 +186,14 @@ def once(plan, experiment, k, trial):
     name = f"launch-{k}-{trial}" if len(plan.forms) > 1 or plan.trials > 1 else "launch"
     with experiment.emulate(form.topo, form.routing, mtu=plan.mtu) as emu:
         experiment.about["datapath"] = emu.datapath
+        fault = None
         with emu.cpu_monitor() as cpu:
             launched = emu.launch(plan.command, hosts=list(form.hosts), mpi=plan.mpi, name=name)
             try:
+                if plan.fault:
+                    fault, _ = run_fault(emu, launched, plan.fault, plan.fault_for, plan.react)
                 launched.wait(plan.timeout)
-            except LaunchError as e:
+            except (LaunchError, NoSteps) as e:
                 experiment.failed = str(e)
                 experiment.say(f"failed on {form.label}: {e}; each rank's output: {launched.folder}")
                 return None
@@ -184,6 +223,9 @@ def once(plan, experiment, k, trial):
     agree = f"  ranks agreeing {figures['agree']:.0%}" if figures["agree"] is not None else ""
     experiment.row(figures, f"  trial {trial} {form.label:28s} {step}  {seconds:6.1f} s{ring}{agree}  "
                             f"{'BOTTLENECK' if figures['emulator_bottleneck'] else 'ok'}", csv="runs.csv")
+    if fault:
+        figures["fault"] = fault
+        report_fault(experiment, fault, plan.react)
     if len(plan.forms) == 1 and plan.trials == 1:
         for rank, (mine, result) in enumerate(zip(steps, results)):
             median = f"median step {statistics.median(mine) * 1e3:8.1f} ms over {len(mine)}" if mine else \
@@ -191,6 +233,32 @@ def once(plan, experiment, k, trial):
             experiment.say(f"  rank {rank:3d} {form.hosts[rank]:8s} {median}  {result or 'no result line'}",
                            section="rows")
     return figures
+
+
+def report_fault(experiment, row, react):
+    """The injected fault's line and figures: what the monitor named, how soon, what it cost the steps."""
+    ms = lambda s: "-" if s is None else f"{s * 1e3:.0f} ms"
+    found = f"{row['found']} {row['found_where']}".strip()
+    when = f" {row['detect_s']:.1f} s after it began" if row["detect_s"] is not None else ""
+    experiment.say(f"  fault: {row['fault']}: the monitor named {found}{when} "
+                   f"({'right' if row['correct'] else 'WRONG: ' + row['expected'] + ' ' + row['expected_where']}; "
+                   f"confidence {row['confidence']:.2f}); {row['false_alarms']} false alarm(s) before it; "
+                   f"median step {ms(row['step_before_s'])} before, {ms(row['step_during_s'])} during, "
+                   f"{ms(row['step_after_s'])} after",
+                   f"    evidence: {row['evidence']}")
+    if react and row["react_s"] is None:
+        experiment.say("    react: the monitor named no switch link slow, so nothing was rerouted")
+    elif react:
+        experiment.say(f"    react: routed around it {row['react_s']:.1f} s in; median step "
+                       f"{ms(row['step_after_react_s'])} after")
+    if row["ended_during_fault"]:
+        experiment.failed = ("the program ended while the fault lasted: give it more steps or a shorter "
+                             "--fault-for")
+    if row["event_error"]:
+        experiment.failed = f"the fault could not be injected: {row['event_error']}"
+    experiment.headline.update({"fault named": int(row["correct"]), "false alarms": row["false_alarms"]})
+    if row["detect_s"] is not None:
+        experiment.headline["detect (s)"] = row["detect_s"]
 
 
 def summarise(plan, experiment, runs):

@@ -14,7 +14,7 @@ DOC = (Path(__file__).resolve().parents[1] / "docs" / "api.md").read_text()
 FUNCTIONS = {"testbed.fabric": testbed.fabric, "testbed.emulate": testbed.emulate,
              "testbed.plane_forms": testbed.plane_forms}
 METHODS = ("check", "sweep", "allreduce", "collisions", "collectives", "communicators", "collective_for", "watch",
-           "fault", "drain", "flows", "incast", "jobs", "launch")
+           "fault", "drain", "flows", "incast", "jobs", "launch", "watch_launch")
 
 
 def documented(name):

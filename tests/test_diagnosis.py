@@ -164,17 +164,18 @@ def test_a_rank_that_sat_out_a_step_is_hung():
 def test_a_watchs_window_holds_the_iterations_that_ended_in_it_and_its_samples_and_events(tmp_path):
     from types import SimpleNamespace
 
-    from testbed.runs.watch import Watch
+    from testbed.runs.watch import Observer, Watch
     watch = Watch.__new__(Watch)
-    watch.offset = 1000.0                         # wall = monotonic + 1000
+    watch.observer = seen = Observer.__new__(Observer)
+    seen.offset = 1000.0                          # wall = monotonic + 1000
     watch.iterations = [{"start": 0.0, "end": 1.0, "timing": "a", "wrong": 0},
                         {"start": 1.0, "end": 2.5, "timing": "b", "wrong": 1},      # straddles 2.0
                         {"start": 2.5, "end": 3.0, "timing": "c", "wrong": 0}]
-    watch.queues = SimpleNamespace(samples={"tb1-eth3": [(1000.0 + 0.5 * i, i, 0, 0, 0) for i in range(8)]})
-    watch.edges = SimpleNamespace(samples={"h1-eth0": [(1000.0 + 1.5 * i, 0, 0, i, 0) for i in range(3)]})
-    watch.marks = SimpleNamespace(samples={"tb1-eth3": [(1000.0 + 0.25 * i, 10 * i) for i in range(12)]})
-    watch.log_path = tmp_path / "controller.log"
-    watch.log_path.write_text("port tb1:3 down at 1002.200: 1 links down\nport tb1:3 up at 1003.900: 0 links down\n")
+    seen.queues = SimpleNamespace(samples={"tb1-eth3": [(1000.0 + 0.5 * i, i, 0, 0, 0) for i in range(8)]})
+    seen.edges = SimpleNamespace(samples={"h1-eth0": [(1000.0 + 1.5 * i, 0, 0, i, 0) for i in range(3)]})
+    seen.marks = SimpleNamespace(samples={"tb1-eth3": [(1000.0 + 0.25 * i, 10 * i) for i in range(12)]})
+    seen.log_path = tmp_path / "controller.log"
+    seen.log_path.write_text("port tb1:3 down at 1002.200: 1 links down\nport tb1:3 up at 1003.900: 0 links down\n")
     before, after = watch.window(0.0, 2.0), watch.window(2.0, 3.0)
     assert before.timing == ["a"] and after.timing == ["b", "c"]
     assert [m for _, m in after.marks["tb1-eth3"]] == [80, 90, 100, 110]         # marks taken in (2.0, 3.0]

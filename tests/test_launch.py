@@ -1,5 +1,6 @@
 """The launcher's plain parts, without root: each rank's environment as torchrun gives it, the
 step lines and result lines read back from the ranks' output, and DDP's agreement check."""
+import time
 from types import SimpleNamespace
 
 import pytest
@@ -36,9 +37,15 @@ def test_the_steps_and_the_last_json_line_of_each_rank_are_read_back(tmp_path):
     assert run.results() == [{"loss": 1.5}, {"loss": 1.5}]
 
 
-def test_testbed_step_prints_the_line_the_launcher_reads(capsys):
+def test_testbed_step_prints_the_line_the_launcher_reads_with_when_it_ended(capsys, tmp_path):
+    before = time.time()
     testbed.step(0.0421)
-    assert capsys.readouterr().out == "testbed-step 0.042100\n"
+    out = capsys.readouterr().out
+    (tmp_path / "rank0.out").write_text(out + "testbed-step 0.5")             # a line still being written
+    run = launch(tmp_path, ["h0"])
+    run.logs = {0: (tmp_path / "rank0.out", tmp_path / "rank0.err")}
+    (seconds, end), = run.step_times()[0]
+    assert seconds == 0.0421 and before <= end <= time.time()
 
 
 @pytest.mark.parametrize("losses, agree", [([2.0, 2.0, 2.0, 2.0], 1.0), ([2.0, 2.0, 2.1, 2.0], 0.75),

@@ -237,6 +237,14 @@ BAD = [  # (options, what the one line must say); every scenario's options, buil
     (["launch", "--topology", "bigraph:2,4", "--ranks", "9"], "--ranks 9: BiGraph"),
     (["launch", "--ranks", "0"], "--ranks"),
     (["launch", "--timeout", "0"], "--timeout must be more than 0 s"),
+    (["launch", "--react"], "--react routes around a fault the monitor names: give --inject"),
+    (["launch", "--inject", "link-down:U0-L0@5", "--compare", "leafspine:4,2,4"], "--inject runs once"),
+    (["launch", "--inject", "link-down:U0-L0@5", "--trials", "3"], "--inject runs once"),
+    (["launch", "--inject", "hang-rank:2@5", "--mpi"], "under --mpi, mpirun starts the ranks"),
+    (["launch", "--inject", "hang-rank:16@5"], "the job's ranks are 0 to 15"),
+    (["launch", "--inject", "link-down:U0-L0@5it"], "in seconds"),
+    (["launch", "--inject", "link-down:U0-U1@5"], "no link between U0 and U1"),
+    (["launch", "--inject", "link-down:U0-L0@5", "--fault-for", "0"], "--fault-for"),
 ]
 
 

@@ -192,10 +192,18 @@ def test_a_code_half_hashes_what_a_file_does_not_how_it_is_written():
     assert code_half.hash_text("m.c", "int k = 1;") != code_half.hash_text("m.c", "int k = 2;")
 
 
+def test_a_run_given_an_option_hashes_the_code_that_option_brings_and_no_other_run_does():
+    parse = run_scenario.parser().parse_args
+    plain = code_half.of(SCENARIOS["launch"], parse(["launch"]))
+    faulty = code_half.of(SCENARIOS["launch"], parse(["launch", "--inject", "link-down:U0-L0@5"]))
+    assert "testbed/fidelity/diagnosis.py" in faulty and "testbed/fidelity/diagnosis.py" not in plain
+    assert set(plain) < set(faulty) and all(faulty[path] == plain[path] for path in plain)
+
+
 def test_an_edit_to_the_detector_marks_the_fault_pages_and_no_other(monkeypatch):
     """What an edit to testbed/fidelity/diagnosis.py does to the kept pages: the pages that list it
     as measured with older code are those whose figures the detector decides, fault_localisation's
-    and faultbench's (whose rules detector it is), and no other."""
+    and faultbench's (whose rules detector it is), and no other (launch's runs without a fault)."""
     real = code_half.hash_text
     monkeypatch.setattr(code_half, "hash_text", lambda path, text: "edited" if path.endswith("diagnosis.py")
                         else real(path, text))

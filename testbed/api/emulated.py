@@ -36,6 +36,7 @@ from testbed.runs.collision_trials import collision_trials
 from testbed.runs.fanins import run_fanins
 from testbed.runs.jobs import run_jobs
 from testbed.runs.launch import Launch
+from testbed.runs.launch_watch import LaunchWatch
 from testbed.runs.watch import Watch
 from testbed.topology import Topology, interface
 
@@ -233,13 +234,14 @@ class Emulated:
             raise TestbedError("watch: cadence must be above 0 s and baseline 1 window or more")
         return Watch(self.emulation, comm, size // ELEMENT_BYTES, draw, stall_limit, interval, cadence, baseline)
 
-    def fault(self, fault: faults.Fault | str, watch: Watch | None = None, end: float = 600.0) -> list:
+    def fault(self, fault: faults.Fault | str, watch: Watch | LaunchWatch | None = None, end: float = 600.0) -> list:
         """A fault (``emulation.faults``: a Fault, or its text KIND:WHERE[:HOW]@WHEN) as events for
         ``events.Timeline`` (its start and its undoing); slowing or stopping a rank needs the watch
-        that runs the ranks."""
+        that runs the ranks (a launched job's watch under mpirun has no rank's process to give)."""
         fault = faults.Fault.parse(fault) if isinstance(fault, str) else fault
-        fault.check(self.topo, len(watch.comm.hosts) if watch else 0)
-        return fault.events(self.emulation, watch.rank_pids if watch else None, end)
+        pids = watch.rank_pids if watch else None
+        fault.check(self.topo, len(pids) if pids else 0)
+        return fault.events(self.emulation, pids, end)
 
     def train(self, schedule, hosts: Sequence[str], gradient_bytes: int, compute_s: float, iters: int, batch: int,
               label: str, draw: Draw | None = None) -> dict:
@@ -284,6 +286,17 @@ class Emulated:
             job.check(self.topo)
         return run_jobs(self.emulation, jobs, iters, warmup, draws, self.folder / capture if capture else None,
                         offsets)
+
+    def watch_launch(self, launched: Launch, *, interval: float = 0.02, cadence: float = CADENCE_S,
+                     baseline: int = BASELINE_WINDOWS) -> LaunchWatch:
+        """A launched program watched as an operator watches a training job, until the block ends:
+        the switch queues every `interval` s, the hosts' egress drops, ECN marks, the controller's
+        port events and the steps the program reports (``testbed.step``), judged by the operator's
+        monitor (windows of `cadence` s against `baseline` healthy ones; told nothing of a fault):
+        ``with emu.watch_launch(launched) as w: ... w.monitor.poll(w.now())`` (``runs.launch_watch``)."""
+        if cadence <= 0 or baseline < 1:
+            raise TestbedError("watch_launch: cadence must be above 0 s and baseline 1 window or more")
+        return LaunchWatch(self.emulation, launched, interval, cadence, baseline)
 
     def launch(self, command: Sequence[str], *, hosts: Sequence[str] | None = None, env: dict | None = None,
                mpi: bool = False, name: str = "launch") -> Launch:

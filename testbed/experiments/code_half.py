@@ -5,7 +5,9 @@ with older code") and names the files.
 A scenario declares its files in ``CODE`` (paths from the repository's top: the modules that
 measure, judge and score its runs, and the BPF programs its ports and hosts load); its own module
 is always in its code half. What every emulated run rests on (the ranks' protocol and the ports'
-shaping, ``EMULATION``) a scenario lists by that name. A file is hashed by what it does, not how it
+shaping, ``EMULATION``) a scenario lists by that name. Files that decide only the runs given an
+option are in ``CODE_WITH`` ({option's dest: files}): such a run's code half has them, the others'
+not, so an edit to them marks only the blocks of runs that used them. A file is hashed by what it does, not how it
 is written: a Python module by its syntax tree less docstrings (and, in a scenario's module, less
 its ``CLAIMS``, ``SMOKE`` and ``CODE``, which judge, exercise and list rather than measure), a C
 source less its comments and spacing. So a comment or a docstring changes no hash, and a claim
@@ -22,7 +24,7 @@ from testbed.errors import TestbedError
 ROOT = Path(__file__).resolve().parents[2]
 # what every emulated run's timings rest on: how a rank moves its bytes, how a port queues them
 EMULATION = ("testbed/programs/rank.py", "testbed/emulation/shaping.py", "testbed/emulation/network.py")
-NOT_MEASURING = {"CLAIMS", "SMOKE", "CODE"}      # a scenario module's names that judge, exercise or list
+NOT_MEASURING = {"CLAIMS", "SMOKE", "CODE", "CODE_WITH"}      # a scenario module's names that judge, exercise or list
 C_COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.DOTALL)
 
 
@@ -30,9 +32,12 @@ def scenario_file(module):
     return Path(module.__file__).resolve().relative_to(ROOT).as_posix()
 
 
-def files(module):
-    """The files a scenario's code half hashes: its own module first, then what it declares."""
-    return [scenario_file(module), *dict.fromkeys(getattr(module, "CODE", ()))]
+def files(module, args=None):
+    """The files a scenario's code half hashes: its own module first, then what it declares, then
+    what it declares for the options `args` (a run's parsed options) sets."""
+    given = [path for option, paths in getattr(module, "CODE_WITH", {}).items()
+             if args is not None and getattr(args, option, None) for path in paths]
+    return [scenario_file(module), *dict.fromkeys([*getattr(module, "CODE", ()), *given])]
 
 
 def python_text(text):
@@ -57,10 +62,10 @@ def hash_text(path, text):
     return hashlib.sha256(what.encode()).hexdigest()[:16]
 
 
-def of(module):
-    """{file: hash} of a scenario's code half in this tree."""
+def of(module, args=None):
+    """{file: hash} of a scenario's code half in this tree (for a run of options `args`)."""
     found = {}
-    for path in files(module):
+    for path in files(module, args):
         try:
             found[path] = hash_text(path, (ROOT / path).read_text())
         except OSError:

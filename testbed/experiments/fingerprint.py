@@ -188,4 +188,4 @@ rescoring of stored traces, draws none), the emulation's layout (slots, CPU
         settings["ecn"] = args.ecn
     if getattr(args, "cc", None):          # likewise a congestion control chosen for the run
         settings["cc"] = args.cc
-    return {**fingerprint(module.prepare(args), settings), "code": code_half.of(module)}
+    return {**fingerprint(module.prepare(args), settings), "code": code_half.of(module, args)}

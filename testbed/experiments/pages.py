@@ -230,9 +230,11 @@ def staleness(record, scenarios, parser):
     """([plan parts that differ], why, [code files that differ]): what the record's command does at
     HEAD against the record, and the files of its code half changed since."""
     module = scenarios[record["scenario"]]
-    older = code_half.changed(record["fingerprint"].get("code", {}), code_half.of(module))
+    kept = record["fingerprint"].get("code", {})
+    older = code_half.changed(kept, code_half.of(module))
     try:
         args = parser.parse_args(record["argv"])
+        older = code_half.changed(kept, code_half.of(module, args))
         if record.get("fitted_rate") is not None:       # a default rate lowered to the machine's capacity
             args.rate = record["fitted_rate"]
         now = of_run(module, args, seed=record.get("seed"))

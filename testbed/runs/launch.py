@@ -30,7 +30,8 @@ from testbed.errors import RunFailure, TestbedError
 PROJECT = Path(__file__).resolve().parents[2]
 RSH_AGENT = PROJECT / "testbed" / "programs" / "rsh_agent.py"
 MASTER_PORT = 29500
-STEP = re.compile(r"^testbed-step\s+([0-9.eE+-]+)\s*$", re.M)
+# a step's seconds and, where the program gives it, the wall-clock time it ended (``step``)
+STEP = re.compile(r"^testbed-step\s+([0-9.eE+-]+)(?:\s+([0-9.eE+-]+))?\s*$", re.M)
 GRACE_S = 3.0
 
 
@@ -56,8 +57,10 @@ def mpirun(emulation, hosts, folder):
 
 
 def step(seconds):
-    """Report one step of a launched program (its time, seconds) to the launch that started it."""
-    print(f"testbed-step {seconds:.6f}", flush=True)
+    """Report one step of a launched program (its time, seconds, ending now) to the launch that
+    started it: the line ``testbed-step SECONDS END``, END on the wall clock (which every host
+    shares), so that the operator's monitor places the step in its windows."""
+    print(f"testbed-step {seconds:.6f} {time.time():.6f}", flush=True)
 
 
 @dataclass
@@ -217,9 +220,17 @@ class Launch:
 
     def steps(self):
         """[[seconds of each step reported] per rank]."""
-        logs = self.rank_logs()
-        return [[float(s) for s in STEP.findall(logs[r][0].read_text(errors="replace"))] if r in logs else []
-                for r in range(self.ranks)]
+        return [[seconds for seconds, _ in mine] for mine in self.step_times()]
+
+    def step_times(self):
+        """[[(seconds, wall-clock end or None) of each step reported] per rank], read as the ranks
+        write them (a line still being written is left for the next read)."""
+        logs, out = self.rank_logs(), []
+        for r in range(self.ranks):
+            text = logs[r][0].read_text(errors="replace") if r in logs and logs[r][0].exists() else ""
+            text = text[:text.rfind("\n") + 1]
+            out.append([(float(seconds), float(end) if end else None) for seconds, end in STEP.findall(text)])
+        return out
 
     def __enter__(self):
         return self.start()

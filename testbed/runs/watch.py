@@ -45,9 +45,7 @@ class Watch:
         self.stall_limit, self.interval = stall_limit, interval
         self.cadence, self.baseline = cadence, baseline
         self.iterations, self.error = [], None
-        self.marks = None                 # the ports' ECN mark counts, sampled where they mark (--ecn)
         self._stop = threading.Event()
-        self.log_path = emu.controller.log_path if getattr(emu, "controller", None) else None
 
     @property
     def rank_pids(self):
@@ -71,9 +69,6 @@ class Watch:
                                                                      for node, port in placer.path(c))
         return {pair: frozenset(links) for pair, links in out.items()}
 
-    def _host_netns(self, ifname):
-        return self.emu.host(ifname.split("-eth")[0]).pid
-
     def now(self):
         return time.monotonic()
 
@@ -84,27 +79,15 @@ class Watch:
             coordinator.retransmissions = True
         try:
             self._group.iterate(self.count, 0)            # warmup: connections and windows
-            ports = [interface(node, port) for link in self.emu.topo.links for node, port in link.ends()
-                     if node in self.emu.topo.switches and self.emu.here(node)]
-            self.queues = QueueSampler(ports, self.interval, self.emu.port_netns).__enter__()
-            nics = [interface(node, port) for link in self.emu.topo.links for node, port in link.ends()
-                    if node in set(self.comm.hosts) and self.emu.here(node)]
-            self.edges = QueueSampler(nics, EDGE_INTERVAL_S, self._host_netns).__enter__()
-            # with --ecn, the markers there when the watch starts, as a switch's ECN counters
-            if getattr(self.emu, "ecn", None):
-                tables = self.emu.marker_maps()
-                self.marks = MarkSampler({port: tables[port]["ecn_counts"] for port in ports},
-                                         EDGE_INTERVAL_S).__enter__()
-            self.offset = time.time() - time.monotonic()   # wall clock to monotonic, for samples and events
+            self.observer = Observer(self.emu, self.comm.hosts, self.interval).__enter__()
             self.started = self.now()
             self.monitor = Monitor(self.emu.topo, self.window, self.started, self.cadence, self.baseline,
                                    paths=self.paths())
             self._thread = threading.Thread(target=self._iterate, daemon=True)
             self._thread.start()
         except BaseException:
-            for sampler in (getattr(self, "queues", None), getattr(self, "edges", None), self.marks):
-                if sampler is not None:
-                    sampler.__exit__(None, None, None)
+            if getattr(self, "observer", None):
+                self.observer.__exit__(None, None, None)
             self._group.__exit__(None, None, None)
             raise
         return self
@@ -122,9 +105,7 @@ class Watch:
     def __exit__(self, *exc):
         self._stop.set()
         self._thread.join(timeout=self.stall_limit + 5)
-        for sampler in (self.queues, self.edges, self.marks):
-            if sampler is not None:
-                sampler.__exit__(None, None, None)
+        self.observer.__exit__(*exc)
         self._group.__exit__(*exc)
         self._thread.join()
 
@@ -146,28 +127,15 @@ class Watch:
         return sum(it["wrong"] for it in self.ran(start, end))
 
     def window(self, start, end):
-        """What the operator has of [start, end] (monotonic): ``fidelity.windows.window_of`` over
-        what the watch has taken so far."""
-        events = [(t - self.offset, *rest) for t, *rest in port_events(self.log_path)] if self.log_path else []
-        return window_of(self.iterations, self.queues.samples, self.edges.samples,
-                         self.marks.samples if self.marks else {}, events, start, end, shift=self.offset)
+        """What the operator has of [start, end] (monotonic): ``Observer.window``."""
+        return self.observer.window(self.iterations, start, end)
 
     def save(self, folder):
         """What the operator had of the whole watch so far, as a trace (``faultbench.trace``) in
         `folder`, on a clock from the watch's start; no fault is in it. Returns the folder."""
-        mono, wall = self.started, self.started + self.offset
-        shifted = lambda sampled: {port: [(t - wall, *rest) for t, *rest in samples]
-                                   for port, samples in list(sampled.items())}
-        events = [(t - wall, *rest) for t, *rest in port_events(self.log_path)] if self.log_path else []
-        return trace.write(
-            folder, topo=self.emu.topo, cadence=self.cadence, baseline=self.baseline, duration=self.now() - mono,
-            job={"algorithm": self.comm.schedule.name, "collective": self.comm.schedule.collective,
-                 "hosts": list(self.comm.hosts), "bytes": self.count * ELEMENT_BYTES,
-                 "routing": self.emu.routing.mode},
-            iterations=[_from(it, mono) for it in list(self.iterations)],
-            queues=shifted(self.queues.samples), edges=shifted(self.edges.samples),
-            marks=shifted(self.marks.samples) if self.marks else {},
-            events=[e for e in events if e[0] >= 0], paths=self.monitor.paths)
+        job = {"algorithm": self.comm.schedule.name, "collective": self.comm.schedule.collective,
+               "hosts": list(self.comm.hosts), "bytes": self.count * ELEMENT_BYTES, "routing": self.emu.routing.mode}
+        return self.observer.save(folder, job, self.iterations, self.started, self.now(), self.monitor)
 
     def diagnose(self, before, after):
         """The detector's Finding for the window after against the window before ((start, end) each)."""
@@ -186,6 +154,72 @@ class Watch:
                    for it in overlapping)
         return bandwidths(self.count * ELEMENT_BYTES * done, end - start, len(self.comm.hosts),
                           self.comm.schedule.collective)[1]
+
+
+class Observer:
+    """with Observer(emu, hosts, interval) as seen: what a training cluster's operator has of a job
+    without the job's help, taken until the block ends: every switch port's queue every `interval`
+    s, the job's hosts' own egress FIFOs (their drops), the ports' ECN mark counts where they mark
+    (--ecn), and the controller's port events. Samples are on the wall clock; ``offset`` takes
+    them to the monotonic one."""
+
+    def __init__(self, emu, hosts, interval):
+        self.emu, self.hosts, self.interval = emu, list(hosts), interval
+        self.queues = self.edges = self.marks = None
+        self.log_path = emu.controller.log_path if getattr(emu, "controller", None) else None
+
+    def _host_netns(self, ifname):
+        return self.emu.host(ifname.split("-eth")[0]).pid
+
+    def __enter__(self):
+        topo = self.emu.topo
+        try:
+            ports = [interface(node, port) for link in topo.links for node, port in link.ends()
+                     if node in topo.switches and self.emu.here(node)]
+            self.queues = QueueSampler(ports, self.interval, self.emu.port_netns).__enter__()
+            nics = [interface(node, port) for link in topo.links for node, port in link.ends()
+                    if node in set(self.hosts) and self.emu.here(node)]
+            self.edges = QueueSampler(nics, EDGE_INTERVAL_S, self._host_netns).__enter__()
+            # with --ecn, the markers there when the watch starts, as a switch's ECN counters
+            if getattr(self.emu, "ecn", None):
+                tables = self.emu.marker_maps()
+                self.marks = MarkSampler({port: tables[port]["ecn_counts"] for port in ports},
+                                         EDGE_INTERVAL_S).__enter__()
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        self.offset = time.time() - time.monotonic()   # wall clock to monotonic, for samples and events
+        return self
+
+    def __exit__(self, *exc):
+        for sampler in (self.queues, self.edges, self.marks):
+            if sampler is not None:
+                sampler.__exit__(None, None, None)
+
+    def events(self):
+        """The controller's port events so far, [(wall time, switch, port, up)]."""
+        return list(port_events(self.log_path)) if self.log_path else []
+
+    def window(self, iterations, start, end):
+        """What the operator has of [start, end] (monotonic): ``fidelity.windows.window_of`` over
+        the job's `iterations` and what was sampled so far."""
+        events = [(t - self.offset, *rest) for t, *rest in self.events()]
+        return window_of(iterations, self.queues.samples, self.edges.samples,
+                         self.marks.samples if self.marks else {}, events, start, end, shift=self.offset)
+
+    def save(self, folder, job, iterations, started, now, monitor):
+        """A trace (``faultbench.trace``) in `folder` of the job's `iterations` and what was sampled,
+        on a clock from `started` (monotonic) until `now`. Returns the folder."""
+        wall = started + self.offset
+        shifted = lambda sampled: {port: [(t - wall, *rest) for t, *rest in samples]
+                                   for port, samples in list(sampled.items())}
+        events = [(t - wall, *rest) for t, *rest in self.events()]
+        return trace.write(
+            folder, topo=self.emu.topo, cadence=monitor.cadence, baseline=monitor.healthy.maxlen,
+            duration=now - started, job=job, iterations=[_from(it, started) for it in list(iterations)],
+            queues=shifted(self.queues.samples), edges=shifted(self.edges.samples),
+            marks=shifted(self.marks.samples) if self.marks else {},
+            events=[e for e in events if e[0] >= 0], paths=monitor.paths)
 
 
 def _from(iteration, start):

@@ -90,3 +90,24 @@ def ranks_with(marker):
             except OSError:
                 continue
     return found
+
+
+def test_the_monitor_names_a_slowed_link_under_a_launched_ddp_job_from_the_fabric_alone(emu):
+    pytest.importorskip("torch")
+    from testbed.experiments.launch_faults import run_fault
+    launched = emu.launch(["python3", "examples/ddp_train.py", "--steps", "80", "--hidden", "1024"])
+    try:
+        row, trace = run_fault(emu, launched, testbed.Fault.parse("slow-link:U1-L0:0.1@0"), fault_for=5)
+    finally:
+        launched.stop()
+    assert (row["found"], row["correct"]) == ("link-slow", True), row
+    assert row["false_alarms"] == 0 and row["step_during_s"] > row["step_before_s"], row
+    assert (trace / "manifest.json").exists() and (launched.folder / "labels.parquet").exists()
+
+
+def test_a_program_that_reports_no_step_cannot_be_watched_and_says_how_to_report_one(emu):
+    from testbed.experiments.launch_faults import NoSteps, run_fault
+    launched = emu.launch(["python3", "-c", "import time; time.sleep(1)"])
+    with pytest.raises(NoSteps, match="testbed.step"):
+        run_fault(emu, launched, testbed.Fault.parse("link-down:U0-L0@0"), fault_for=2)
+    launched.stop()
