@@ -38,9 +38,10 @@ def first_step(launched, limit=STEP_WAIT_S):
         time.sleep(0.1)
 
 
-def median_step(watch, start, end):
-    """The median length of the job's steps that ended in (start, end], seconds, or None."""
-    spans = [it["end"] - it["start"] for it in watch.ran(start, end)]
+def median_step(watch, start, end, begun=False):
+    """The median length of the job's steps that ended in (start, end] (with `begun`, that also
+    began after `start`), seconds, or None."""
+    spans = [it["end"] - it["start"] for it in watch.ran(start, end) if not begun or it["start"] >= start]
     return statistics.median(spans) if spans else None
 
 
@@ -85,7 +86,8 @@ def _watched(emu, watch, fault, fault_for, react, settle_limit):
     shown = first_alarm(monitor.between(inject, end), wanted)
     found = shown.finding if shown else Finding("none", "", 1.0, "no alarm")
     clock = lambda t: round(t - watch.started, 3)
-    step = lambda a, b: None if median_step(watch, a, b) is None else round(median_step(watch, a, b), 4)
+    step = lambda a, b, begun=False: None if median_step(watch, a, b, begun) is None else \
+        round(median_step(watch, a, b, begun), 4)
     row = {"fault": fault.describe(), **outcome(fault, wanted, found, shown and shown.at - inject),
            "trial": 0, "start_s": 0.0, "inject_s": clock(inject), "undone_s": clock(undone), "end_s": clock(end),
            "false_alarms": sum(a.new for a in monitor.between(watch.started, inject)),
@@ -99,5 +101,5 @@ def _watched(emu, watch, fault, fault_for, react, settle_limit):
            "busbw_before_MBps": None, "busbw_during_MBps": None, "second_job_s": None, "straggler": None}
     if react:
         row.update(react_s=None if reacted is None else round(reacted - inject, 2),
-                   step_after_react_s=None if reacted is None else step(reacted, undone))
+                   step_after_react_s=None if reacted is None else step(reacted, undone, begun=True))
     return row
