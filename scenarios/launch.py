@@ -250,7 +250,7 @@ def report_fault(experiment, row, react):
         experiment.say("    react: the monitor named no switch link slow, so nothing was rerouted")
     elif react:
         experiment.say(f"    react: routed around it {row['react_s']:.1f} s in; median step "
-                       f"{ms(row['step_after_react_s'])} over the steps begun after that, while the fault lasted")
+                       f"{ms(row['step_after_react_s'])} after")
     if row["ended_during_fault"]:
         experiment.failed = ("the program ended while the fault lasted: give it more steps or a shorter "
                              "--fault-for")
