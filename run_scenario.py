@@ -291,7 +291,9 @@ def measure(args, argv, module, plan, experiment, datapath, fingerprint, fitted=
                     record = records.make(args.scenario, argv, plan, fingerprint, experiment, status, code, datapath,
                                           version, fitted)
                     records.save(record, folder)
-                    if args.record:
+                    if args.record and status.startswith("interrupted"):
+                        print("record not kept under docs/records: the run was interrupted (its folder has it)")
+                    elif args.record:
                         print(f"record kept: {records.keep(record).relative_to(records.ROOT)}")
             sys.stdout.flush()
 

@@ -68,15 +68,17 @@ def _wait_for(proc, text, timeout=90):
     pytest.fail(f"never saw {text!r}:\n{seen}")
 
 
-def test_ctrl_c_mid_run_leaves_nothing(run_dir, clean_machine):
-    proc = _start_scenario(run_dir)
+def test_ctrl_c_mid_run_leaves_nothing_and_keeps_no_record_for_the_pages(run_dir, clean_machine):
+    kept = set((PROJECT / "docs" / "records" / "fabric_check").glob("*.json"))
+    proc = _start_scenario(run_dir, "--record")
     _wait_for(proc, "fabric up")
     time.sleep(3)   # inside the iperf3 flows
     records = [runrecord.RunRecord.load(p) for p in runrecord.STATE_DIR.glob("*.json")]
     proc.send_signal(signal.SIGINT)
     out = proc.communicate(timeout=60)[0]
     assert proc.returncode == 130, out
-    assert "interrupted" in out
+    assert "interrupted" in out and "record not kept" in out, out
+    assert set((PROJECT / "docs" / "records" / "fabric_check").glob("*.json")) == kept
     assert alive([p for r in records for p in r.data["processes"]]) == []
 
 
