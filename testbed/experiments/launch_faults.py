@@ -6,6 +6,7 @@ The watch starts at the program's first step (its start-up, importing and connec
 job). The monitor fills its baseline, then the fault starts at its time after the first step (or
 as soon as the baseline is filled), lasts `fault_for` seconds (with `react`, the controller routes
 around a switch link the monitor names slow), and the job settles for two steps."""
+import dataclasses
 import statistics
 import time
 
@@ -49,6 +50,7 @@ def run_fault(emu, launched, fault, fault_for, react=False, settle_limit=20.0):
     """The fault on the launched program, watched from its first step: the row (what was injected
     and found, when, the false alarms before it, the steps before, during and after, what rerouting
     did) and the watch's trace folder."""
+    fault = dataclasses.replace(fault, lasting=fault.lasting or fault_for)    # so its labels end with it
     first_step(launched)
     with emu.watch_launch(launched) as watch:
         row = _watched(emu, watch, fault, fault_for, react, settle_limit)

@@ -102,7 +102,10 @@ def test_the_monitor_names_a_slowed_link_under_a_launched_ddp_job_from_the_fabri
         launched.stop()
     assert (row["found"], row["correct"]) == ("link-slow", True), row
     assert row["false_alarms"] == 0 and row["step_during_s"] > row["step_before_s"], row
-    assert (trace / "manifest.json").exists() and (launched.folder / "labels.parquet").exists()
+    from testbed.faultbench import labels
+    label, = labels.read(launched.folder / labels.FILE)
+    assert (trace / "manifest.json").exists() and (label["kind"], label["expected_place"]) == ("slow-link", "L0-U1")
+    assert label["end"] - label["start"] == pytest.approx(5, abs=0.5), label       # the fault's span, as it lasted
 
 
 def test_a_program_that_reports_no_step_cannot_be_watched_and_says_how_to_report_one(emu):
