@@ -1,9 +1,15 @@
 """Emulation tests build real networks: root, Open vSwitch and Mininet are needed."""
 import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 from tests.emulation.machine import leftovers
+
+PROJECT = Path(__file__).resolve().parents[2]
 
 
 def pytest_collection_modifyitems(items):
@@ -34,3 +40,22 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.section("what this machine could not check")
         for name, why in COULD_NOT_CHECK:
             terminalreporter.write_line(f"{name}'s claims: {why}")
+
+
+@pytest.fixture
+def start_scenario(run_dir):
+    """start_scenario(*options): fabric_check running in a process of its own; one the test leaves
+    running (it failed before it stopped it) is interrupted at the end, so that its fabric and its
+    run lock do not fail every test after it."""
+    started = []
+
+    def start(*options):
+        started.append(subprocess.Popen([sys.executable, "run_scenario.py", "fabric_check", "--topology",
+                                         "bigraph:1,4", "--duration", "30", "--results", str(run_dir), *options],
+                                        cwd=PROJECT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+        return started[-1]
+    yield start
+    for proc in started:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+            proc.communicate(timeout=120)

@@ -3,7 +3,10 @@ import os
 import shutil
 import subprocess
 import tempfile
+import time
 from pathlib import Path
+
+import pytest
 
 from testbed.emulation import dctcp, drops, ecn, ovs, runrecord
 
@@ -32,3 +35,22 @@ def add_stray_bridge(name, run_id="0-0"):
     assert ovs.vsctl("add-br", name, "--", "set", "bridge", name, "datapath_type=netdev",
                      f"external_ids:{runrecord.TAG}={run_id}").returncode == 0
     assert Path(f"/sys/class/net/{name}").exists() or name in runrecord.tagged_bridges()
+
+
+CALIBRATING_S = 600     # a run's first at a CPU placement measures the machine's capacity there first
+
+
+def wait_for(proc, text, timeout=90):
+    """The process's output up to the line holding `text`; fails the test after `timeout` s
+    without it (a run's first calibration at a placement first extends the wait)."""
+    deadline, seen = time.monotonic() + timeout, ""
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        seen += line
+        if "measuring it once" in line:       # the calibration (calibrate.ensure) comes first, once
+            deadline = time.monotonic() + CALIBRATING_S
+        if text in line:
+            return seen
+        if not line and proc.poll() is not None:
+            break
+    pytest.fail(f"never saw {text!r}:\n{seen}")

@@ -13,7 +13,7 @@ from testbed.emulation import cores, ovs, runrecord, sendbuffer
 from testbed.emulation.network import Emulation
 from testbed.errors import TestbedError
 from testbed.topology import BiGraph
-from tests.emulation.machine import add_stray_bridge, alive, leftovers
+from tests.emulation.machine import add_stray_bridge, alive, leftovers, wait_for
 
 PROJECT = Path(__file__).resolve().parents[2]
 
@@ -50,46 +50,10 @@ def test_leftovers_refuse_start_and_cleanup_removes_only_ours(run_dir, clean_mac
         ovs.delete_bridges(["userbr0"])
 
 
-CALIBRATING_S = 600     # a run's first at a CPU placement measures the machine's capacity there first
-
-
-@pytest.fixture
-def start_scenario(run_dir):
-    """start_scenario(*options): fabric_check running in a process of its own; one the test leaves
-    running (it failed before it stopped it) is interrupted at the end, so that its fabric and its
-    run lock do not fail every test after it."""
-    started = []
-
-    def start(*options):
-        started.append(subprocess.Popen([sys.executable, "run_scenario.py", "fabric_check", "--topology",
-                                         "bigraph:1,4", "--duration", "30", "--results", str(run_dir), *options],
-                                        cwd=PROJECT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
-        return started[-1]
-    yield start
-    for proc in started:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGINT)
-            proc.communicate(timeout=120)
-
-
-def _wait_for(proc, text, timeout=90):
-    deadline, seen = time.monotonic() + timeout, ""
-    while time.monotonic() < deadline:
-        line = proc.stdout.readline()
-        seen += line
-        if "measuring it once" in line:       # the calibration (calibrate.ensure) comes first, once
-            deadline = time.monotonic() + CALIBRATING_S
-        if text in line:
-            return seen
-        if not line and proc.poll() is not None:
-            break
-    pytest.fail(f"never saw {text!r}:\n{seen}")
-
-
 def test_ctrl_c_mid_run_leaves_nothing_and_keeps_no_record_for_the_pages(clean_machine, start_scenario):
     kept = set((PROJECT / "docs" / "records" / "fabric_check").glob("*.json"))
     proc = start_scenario("--record")
-    _wait_for(proc, "fabric up")
+    wait_for(proc, "fabric up")
     time.sleep(3)   # inside the iperf3 flows
     records = [runrecord.RunRecord.load(p) for p in runrecord.STATE_DIR.glob("*.json")]
     proc.send_signal(signal.SIGINT)
@@ -104,7 +68,7 @@ def test_killed_run_is_swept_by_cleanup(run_dir, clean_machine, start_scenario):
     vswitchd = ovs.vswitchd_pid()
     affinity = {tid: os.sched_getaffinity(tid) for tid in cores.threads(vswitchd)}
     proc = start_scenario(*(["--cpu-placement", "pinned"] if cores.possible() else []))
-    _wait_for(proc, "fabric up")
+    wait_for(proc, "fabric up")
     records = [runrecord.RunRecord.load(p) for p in runrecord.STATE_DIR.glob("*.json")]
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()

@@ -82,10 +82,11 @@ def test_a_cut_link_fails_and_comes_back_like_any_other(tmp_path, clean_machine)
             assert " 0 received" not in src.cmd(f"ping -c3 -W2 {dst}")
 
 
-def test_a_killed_split_run_is_swept_by_cleanup(tmp_path, clean_machine):
-    from tests.emulation.test_cleanup import PROJECT, _start_scenario, _wait_for
-    proc = _start_scenario(tmp_path, "--slots", "2")
-    _wait_for(proc, "fabric up")
+def test_a_killed_split_run_is_swept_by_cleanup(clean_machine, start_scenario):
+    from tests.emulation.conftest import PROJECT
+    from tests.emulation.machine import wait_for
+    proc = start_scenario("--slots", "2")
+    wait_for(proc, "fabric up")
     records = [runrecord.RunRecord.load(p) for p in runrecord.STATE_DIR.glob("*.json")]
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
