@@ -17,8 +17,8 @@ import pytest
 import testbed
 from testbed.emulation import dctcp, ecn
 from testbed.topology import interface
-from tests.emulation.machine import leftovers
-from tests.emulation.test_cleanup import PROJECT, _wait_for
+from tests.emulation.conftest import PROJECT
+from tests.emulation.machine import leftovers, wait_for
 
 K = 30000
 G_SHIFT = 4                            # g = 1/16: alpha <- (1 - g) alpha + g F
@@ -172,7 +172,7 @@ def test_a_run_killed_mid_way_leaves_nothing_registered_after_cleanup(run_dir, c
     proc = subprocess.Popen([sys.executable, "run_scenario.py", "fabric_check", "--topology", "bigraph:1,4",
                              "--duration", "30", "--cc", "dctcp", "--results", str(run_dir)],
                             cwd=PROJECT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    _wait_for(proc, "fabric up")
+    wait_for(proc, "fabric up")
     assert len(dctcp.registered()) == 1
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()

@@ -17,8 +17,8 @@ import testbed
 from controllers.path_installer import CONGESTION_POLL_S
 from testbed.emulation import ecn, shaping
 from testbed.topology import BiGraph, interface
-from tests.emulation.machine import leftovers
-from tests.emulation.test_cleanup import PROJECT, _wait_for
+from tests.emulation.conftest import PROJECT
+from tests.emulation.machine import leftovers, wait_for
 
 K = 30000
 QUEUE = 10                            # packets of 9 KB: a FIFO that h1's flow, never marked, fills
@@ -120,7 +120,7 @@ def test_a_run_killed_mid_way_leaves_no_marker_after_cleanup(run_dir, clean_mach
     proc = subprocess.Popen([sys.executable, "run_scenario.py", "fabric_check", "--topology", "bigraph:1,4",
                              "--duration", "30", "--ecn", str(K), "--results", str(run_dir)],
                             cwd=PROJECT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    _wait_for(proc, "fabric up")
+    wait_for(proc, "fabric up")
     assert len(ecn.loaded()) == len(BiGraph(1, 4).switch_ports())     # one marker per switch port
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
