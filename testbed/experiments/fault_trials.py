@@ -258,19 +258,7 @@ def run_trial(emu, watch, trial, topo, links, rng, *, before, fault_for, react=F
             return _with(f, f.where, max(faults.CgroupLimit.MIN_SHARE, round(use * trial.share_of_use, 4)))
         fault, also = sized(fault), sized(also)
         events = [e for f in (fault, also) if f for e in emu.fault(_at_once(f), watch, end=fault_for)]
-        reacted = None
-        with emu.cpu_monitor() as cpu_during, Timeline(events) as timeline:
-            while watch.now() < inject + fault_for and watch.alive():
-                watch.wait(min(inject + fault_for, watch.now() + STEP_S))
-                raised = monitor.poll(watch.now())
-                if react and reacted is None:
-                    link = next((link for link in (drainable(topo, a.finding) for a in raised) if link), None)
-                    if link is not None:
-                        emu.drain([link])
-                        reacted = watch.now()
-        undone = watch.now()
-        if reacted is not None:
-            emu.drain([])
+        during, timeline, reacted, undone = while_faulty(emu, watch, events, inject + fault_for, react)
         settle(watch, undone, stall_limit)
         watch.wait(watch.now() + monitor.cadence)          # the window the job settled in has ended
         end = watch.now()
@@ -306,9 +294,8 @@ def run_trial(emu, watch, trial, topo, links, rng, *, before, fault_for, react=F
               if watch.ran(start, inject) else None,
               "wrong": watch.wrong(start, watch.now()), "events": [e.what for e in timeline.done],
               "event_error": timeline.error, "job_error": watch.error,
-              "emulator_bottleneck": cpu_before.result()["emulator_bottleneck"] or
-              cpu_during.result()["emulator_bottleneck"],
-              "busiest_core": max(cpu_before.result()["busiest_core"], cpu_during.result()["busiest_core"]),
+              "emulator_bottleneck": cpu_before.result()["emulator_bottleneck"] or during["emulator_bottleneck"],
+              "busiest_core": max(cpu_before.result()["busiest_core"], during["busiest_core"]),
               **reaction}
     if not placed:
         found = false[0].finding if false else Finding("none", "", 1.0, "no alarm")   # one standing on counts
@@ -324,6 +311,26 @@ def run_trial(emu, watch, trial, topo, links, rng, *, before, fault_for, react=F
             row.update(false_alarms=0, healthy_s=0.0, healthy_windows=0, windows=0, undecided_windows=0)
         rows.append(row)
     return rows
+
+
+def while_faulty(emu, watch, events, until, react=False):
+    """The fault's `events` on a Timeline until monotonic `until`, the watch's monitor polled every
+    STEP_S (with `react`, the first switch link it names slow is drained, and put back at the end):
+    (the CPU verdict over the span, the timeline, when it rerouted or None, when the fault ended)."""
+    reacted = None
+    with emu.cpu_monitor() as cpu, Timeline(events) as timeline:
+        while watch.now() < until and watch.alive():
+            watch.wait(min(until, watch.now() + STEP_S))
+            raised = watch.monitor.poll(watch.now())
+            if react and reacted is None:
+                link = next((link for link in (drainable(emu.topo, a.finding) for a in raised) if link), None)
+                if link is not None:
+                    emu.drain([link])
+                    reacted = watch.now()
+    undone = watch.now()
+    if reacted is not None:
+        emu.drain([])
+    return cpu.result(), timeline, reacted, undone
 
 
 def first_alarm(raised, wanted, other=None):

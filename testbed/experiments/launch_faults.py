@@ -10,14 +10,12 @@ import dataclasses
 import statistics
 import time
 
-from testbed.emulation.events import Timeline
 from testbed.errors import RunFailure
-from testbed.experiments.fault_trials import EXPECTED, _at_once, drainable, expected_place, first_alarm, outcome
+from testbed.experiments.fault_trials import EXPECTED, _at_once, expected_place, first_alarm, outcome, while_faulty
 from testbed.faultbench import labels as fault_labels
 from testbed.fidelity.diagnosis import Finding
 
 STEP_WAIT_S = 180.0      # the program's start-up: its first step must come within this
-POLL_S = 0.25
 SETTLE_STEPS = 2
 
 
@@ -64,20 +62,8 @@ def _watched(emu, watch, fault, fault_for, react, settle_limit):
     watch.wait(watch.started + max(fault.at, monitor.cadence * (monitor.healthy.maxlen + 1)))
     inject = watch.now()
     events = emu.fault(_at_once(fault), watch, end=fault_for)
-    reacted = None
-    with emu.cpu_monitor() as cpu, Timeline(events) as timeline:
-        while watch.now() < inject + fault_for and watch.alive():
-            watch.wait(min(inject + fault_for, watch.now() + POLL_S))
-            raised = monitor.poll(watch.now())
-            if react and reacted is None:
-                link = next((link for link in (drainable(topo, a.finding) for a in raised) if link), None)
-                if link is not None:
-                    emu.drain([link])
-                    reacted = watch.now()
-    undone = watch.now()
+    during, timeline, reacted, undone = while_faulty(emu, watch, events, inject + fault_for, react)
     ended_early = not watch.alive()
-    if reacted is not None:
-        emu.drain([])
     deadline = undone + settle_limit
     while watch.alive() and watch.now() < deadline and len(watch.ran(undone, watch.now())) < SETTLE_STEPS:
         time.sleep(0.05)
@@ -98,7 +84,7 @@ def _watched(emu, watch, fault, fault_for, react, settle_limit):
            "step_before_s": step(watch.started, inject), "step_during_s": step(inject, undone),
            "step_after_s": step(undone, end), "events": [e.what for e in timeline.done],
            "event_error": timeline.error, "ended_during_fault": ended_early,
-           "emulator_bottleneck_during": cpu.result()["emulator_bottleneck"],
+           "emulator_bottleneck_during": during["emulator_bottleneck"],
            # what a fault trial's labels hold that a launched program does not report
            "busbw_before_MBps": None, "busbw_during_MBps": None, "second_job_s": None, "straggler": None}
     if react:
