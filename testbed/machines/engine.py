@@ -5,7 +5,8 @@ and starts one worker per machine over ssh, with SSHCluster's worker class (asyn
 at the same path on each, run by its venv's Python); with one, the workers already attached to it
 are used. A machine's worker is the one named as the machine, or the one started over ssh from its
 address. Work for a machine is a task pinned to its worker. The head renews a lease on every worker each half second and
-watches that each worker is still there: a machine lost mid-run ends the run at once (MachineLost),
+watches that each worker is still there and still beating: a machine lost mid-run, or one whose
+worker sent no heartbeat for SILENT seconds (hung), ends the run at once (MachineLost),
 a head lost leaves the workers to end what the run made there (machines.remote.Reaper) within
 LEASE seconds, and a worker that loses its scheduler closes within DEATH_TIMEOUT and does the same.
 """
@@ -20,6 +21,8 @@ from testbed.machines import remote
 JOIN_TIMEOUT = 60.0     # s for every machine's worker to join
 DEATH_TIMEOUT = 10      # s a worker outlives its scheduler
 WATCH = 0.5             # s between the head's looks at its workers
+SILENT = 20.0           # s without a heartbeat after which a worker counts as hung
+UNREGISTER = 15.0       # s the head waits for the workers to end what the run made there
 
 
 class MachineLost(RunFailure):
@@ -38,7 +41,7 @@ class Engine:
     def __init__(self, machines, log=print, join_timeout=JOIN_TIMEOUT):
         self.machines, self.log, self.join_timeout = machines, log, join_timeout
         self.client = self.cluster = None
-        self.workers, self.lost, self._reaping = {}, None, False
+        self.workers, self.lost, self.why, self._reaping = {}, None, "", False
         self._stop = threading.Event()
 
     def __enter__(self):
@@ -49,6 +52,8 @@ class Engine:
             self.client.register_plugin(remote.Reaper(), name=remote.Reaper.name)
             self._reaping = True
             threading.Thread(target=self._watch, daemon=True).start()
+            for address in self.workers.values():      # one each: a hung worker holds no other's lease
+                threading.Thread(target=self._renew, args=(address,), daemon=True).start()
             self.log(f"machines: {len(self.workers)} Dask workers joined in {time.monotonic() - started:.1f} s "
                      f"({self.describe()})")
         except BaseException:
@@ -116,25 +121,37 @@ class Engine:
         return found
 
     def _watch(self):
+        beats = {}       # worker address: (its last heartbeat as the scheduler stamped it, when that changed here)
         while not self._stop.wait(WATCH):
             try:
-                present = self.client.scheduler_info(n_workers=-1)["workers"]
-                gone = [name for name, address in self.workers.items() if address not in present]
-                if gone:
-                    self.lost = gone[0]
-                    return
-                self.client.run(remote.renew, workers=list(self.workers.values()), on_error="ignore")
+                present, now = self.client.scheduler_info(n_workers=-1)["workers"], time.monotonic()
+                for name, address in self.workers.items():
+                    if address not in present:
+                        self.lost, self.why = name, "was lost mid-run"
+                        return
+                    stamp = present[address].get("last_seen")
+                    if beats.get(address, (None,))[0] != stamp:
+                        beats[address] = (stamp, now)
+                    elif now - beats[address][1] > SILENT:
+                        self.lost, self.why = name, f"stopped answering (no heartbeat for {SILENT:.0f} s)"
+                        return
             except Exception:
                 if self._stop.is_set():
                     return
-                self.lost = self.lost or "the scheduler"
+                self.lost, self.why = self.lost or "the scheduler", self.why or "was lost mid-run"
+
+    def _renew(self, address):
+        while not self._stop.wait(WATCH):
+            with contextlib.suppress(Exception):
+                self.client.run(remote.renew, workers=[address], on_error="ignore")
 
     def close(self):
         self._stop.set()
         if self.client is not None:
-            with contextlib.suppress(Exception):
-                if self._reaping:
-                    self.client.unregister_worker_plugin(remote.Reaper.name)
+            if self._reaping:     # each worker's Reaper ends what the run made there; a hung one cannot
+                unregister = threading.Thread(target=self._unregister, daemon=True)
+                unregister.start()
+                unregister.join(UNREGISTER)
             with contextlib.suppress(Exception):
                 self.client.close(timeout=5)
         if self.cluster is not None:
@@ -142,10 +159,17 @@ class Engine:
                 self.cluster.close(timeout=10)
         self.client = self.cluster = None
 
+    def _unregister(self):
+        with contextlib.suppress(Exception):
+            self.client.unregister_worker_plugin(remote.Reaper.name)
+
     # --- work -----------------------------------------------------------------------------
     def check(self):
         if self.lost:
-            raise MachineLost(f"machine {self.lost} was lost mid-run: the run ended and every machine "
+            if self.why.startswith("stopped answering"):
+                raise MachineLost(f"machine {self.lost} {self.why}: the run ended, every other machine ends what it "
+                                  f"made within seconds, and {self.lost} once its worker is ended (a hung worker)")
+            raise MachineLost(f"machine {self.lost} {self.why}: the run ended and every machine "
                               "ends what it made within seconds")
 
     def together(self, calls, timeout=60.0):

@@ -73,17 +73,26 @@ class Channel:
     def __init__(self, name, part, engine, offset):
         self.name, self.part, self.engine, self.offset = name, part, engine, offset
         self.outbox, self.streams, self.lock = [], {}, threading.Lock()
-        self.stopped, self.error = threading.Event(), None
+        self.stopped, self.error, self.hung = threading.Event(), None, None
         threading.Thread(target=self._run, daemon=True).start()
 
     def call(self, method, *args, timeout=60.0):
+        """A Part method's result. A machine that once did not answer within timeout is not asked
+        again: its worker is hung, and the run ends in one timeout, not one per remaining call."""
         self.engine.check()
+        if self.hung:
+            raise RunFailure(self.hung)
         try:
             future = getattr(self.part, method)(*args)
         except RuntimeError:        # Dask: "Worker holding Actor was lost"
             raise MachineLost(f"machine {self.name} was lost mid-run: the run ended and every machine "
                               "ends what it made within seconds") from None
-        return _wait([future], self.engine, timeout, f"machine {self.name}'s {method}")[0]
+        try:
+            return _wait([future], self.engine, timeout, f"machine {self.name}'s {method}")[0]
+        except RunFailure as e:
+            if "did not finish within" in str(e):
+                self.hung = f"{e}; machine {self.name} is not answering: its worker ends what the run made when it ends"
+            raise
 
     def _run(self):
         while not self.stopped.is_set():
@@ -180,7 +189,10 @@ class RemoteProcess:
 
 class RemoteProgram(Program):
     def stopped(self):
-        return False      # its /proc is on its machine; a lost machine ends the run (machines.engine)
+        """Its /proc is on its machine: never seen stopped; a lost or hung machine ends the run
+        (machines.engine) here, where a wait for the program looks at it."""
+        self.proc.channel.engine.check()
+        return False
 
 
 class RemoteHost:
@@ -322,7 +334,8 @@ class MachineEmulation:
             channel.stopped.set()
         if self.parts and self.engine.client is not None and not self.engine.lost:
             try:
-                _wait([p.stop() for p in self.parts.values()], self.engine, 60, "removing the machines' slots")
+                answering = [p for name, p in self.parts.items() if not getattr(self.channels.get(name), "hung", None)]
+                _wait([p.stop() for p in answering], self.engine, 60, "removing the machines' slots")
             except Exception as e:    # the reaper (engine.close) still ends every part
                 self.log(f"removing the machines' slots: {e}")
         if self.controller is not None:

@@ -61,7 +61,8 @@ class Lab:
                 self.procs[name] = subprocess.Popen(
                     ["ip", "netns", "exec", PREFIX + name, sys.executable, "-m", "distributed.cli.dask_worker",
                      self.scheduler, "--name", name, "--nthreads", "4", "--no-nanny", "--no-dashboard",
-                     "--death-timeout", "10"], stdout=log, stderr=subprocess.STDOUT, cwd=quiet["cwd"])
+                     "--death-timeout", "10"], stdout=log, stderr=subprocess.STDOUT, cwd=quiet["cwd"],
+                    env={**os.environ, "PYTHONFAULTHANDLER": "1"})     # SIGABRT dumps every thread's stack
         except BaseException:
             self.__exit__()
             raise
@@ -106,12 +107,15 @@ class Lab:
             with contextlib.suppress(OSError):
                 proc.send_signal(signal.SIGTERM)
         deadline = time.monotonic() + 10
-        for proc in self.procs.values():
+        for name, proc in self.procs.items():
             try:
                 proc.wait(max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+                self._abort(name, proc)
+        # A Part's sweeper (machines.sweeper) sweeps the run record of a worker that died mid-run: let it
+        deadline = time.monotonic() + 20
+        while any(ours_in(self.names).values()) and time.monotonic() < deadline:
+            time.sleep(0.5)
         for name in self.names:
             for pid in _pids_in(PREFIX + name):       # anything a worker left in its machine
                 with contextlib.suppress(OSError):
@@ -121,6 +125,20 @@ class Lab:
         subprocess.run(["ip", "link", "del", BRIDGE], capture_output=True)
         if not exc or exc[0] is None:       # kept when the block failed: the workers' logs say why
             shutil.rmtree(self.logs, ignore_errors=True)
+
+    def _abort(self, name, proc):
+        """A worker that ignored SIGTERM is hung: SIGABRT has faulthandler write every thread's
+        stack to its log, which is printed (the test's captured output) before it is killed."""
+        proc.send_signal(signal.SIGABRT)
+        try:
+            proc.wait(5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log = self.logs / f"worker-{name}.log"
+        if log.exists():
+            tail = log.read_text(errors="replace").splitlines()[-150:]
+            print(f"the lab's {name} did not end on SIGTERM; its log ends:", *tail, sep="\n")
 
 
 def _pids_in(ns):

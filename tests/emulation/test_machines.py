@@ -2,6 +2,7 @@
 one (machines_lab): the preflight measures what it checks and refuses what fails, and a machine or
 the head lost mid-run ends everything the run made, on every machine, within seconds."""
 import json
+import signal
 import subprocess
 import sys
 import textwrap
@@ -13,6 +14,7 @@ import pytest
 
 import testbed
 from testbed.errors import RunFailure, TestbedError
+from testbed.machines import engine as engine_module
 from testbed.machines import inventory, remote
 from testbed.machines.checks import preflight
 from testbed.machines.engine import Engine, MachineLost
@@ -164,6 +166,22 @@ def test_a_machine_lost_mid_sweep_ends_the_run_and_leaves_nothing(tmp_path):
             time.sleep(0.5)
         assert _left(lab) == {"a": [], "b": []}
     assert leftovers() == []
+
+
+def test_a_machine_hung_mid_sweep_ends_the_run_and_leaves_nothing_once_it_is_ended(tmp_path, monkeypatch):
+    monkeypatch.setattr(engine_module, "SILENT", 5.0)
+    with Lab(["a", "b"]) as lab:
+        path = lab.machines_file(tmp_path / "m.toml")
+        with pytest.raises(MachineLost) as e, \
+                testbed.emulate(testbed.fabric("bigraph:2,8"), machines=path, folder=tmp_path / "run") as emu:
+            threading.Timer(3, lab.procs["b"].send_signal, args=(signal.SIGSTOP,)).start()
+            started = time.monotonic()
+            emu.sweep(["ring"], [LARGE], warmup=0, iters=30, model=False)
+        # 3 s before the hang, 5 s of silence, at most UNREGISTER s for the reapers of the others
+        assert time.monotonic() - started < 3 + 5 + engine_module.UNREGISTER + 10
+        assert "machine b stopped answering" in str(e.value), e.value
+        assert _left(lab)["a"] == []
+    assert leftovers() == []         # b's sweeper, once the lab ended its worker
 
 
 def _scenario(*args):
