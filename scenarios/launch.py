@@ -41,6 +41,7 @@ SMOKE = ("--topology", "bigraph:2,4", "--", "python3", "examples/ddp_train.py", 
 CODE = (*EMULATION, "testbed/runs/launch.py", "testbed/collectives/placements.py", "examples/ddp_train.py")
 # and for a run with --inject, the monitor that watches it and the detector that names the fault
 CODE_WITH = {"inject": ("testbed/runs/launch_watch.py", "testbed/runs/watch.py", "testbed/experiments/launch_faults.py",
+                        "testbed/probes/sockets.py",
                         "testbed/fidelity/monitor.py", "testbed/fidelity/diagnosis.py",
                         "testbed/fidelity/windows.py")}
 AGREE = 1e-6          # relative: two ranks' losses on the same batch from the same weights

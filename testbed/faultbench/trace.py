@@ -10,6 +10,7 @@ pandas, polars or DuckDB read:
                           step's send and end, the ranks it received from and sent to, whether
                           it waited for its receiver's clear-to-send
     retransmissions.parquet  iteration, rank, peer, segments: TCP's retransmissions per peer
+                          (a launched job: rank 0, the job; each peer, one of its connections)
     switch_queues.parquet time, port, packets, bytes, drops, sent_bytes: every switch port's
                           egress FIFO, sampled (drops and bytes sent since the watch began)
     host_queues.parquet   the same for the ranks' hosts' own egress FIFOs

@@ -9,12 +9,18 @@ rank's end: to the detector, an iteration of one rank (the job) with one step. W
 a synchronous job wait for each other inside the step (DDP's allreduce), a slow or stopped rank
 lengthens every rank's step alike, so the steps say the job slowed, never which rank: the
 detector's rank rules, which need each rank's own delay, stay silent, and the fabric's evidence
-(port events, queues) names what it can. Each rank's own steps are in the run's steps.csv. The
-ranks' retransmissions are not read (the kernel picks the job's source ports, so its paths, which
-a lossy link is found from, are unknown)."""
+(port events, queues) names what it can. Each rank's own steps are in the run's steps.csv.
+
+The job's retransmissions are read as a host agent reads them (``probes.sockets``: every TCP
+connection between its hosts, with its ports, from the kernel), and each connection's path from
+the routes and the switches' hash of its ports (``routing.hashing.Placer``): to the detector, the
+job's peers are its connections, numbered as first seen, so a lossy link is voted for by the
+connections that cross it (``diagnosis.loss_finding``)."""
 import time
 
 from testbed.fidelity.monitor import BASELINE_WINDOWS, CADENCE_S, Monitor
+from testbed.probes.sockets import SocketSampler
+from testbed.routing.hashing import Connection, Placer
 from testbed.runs.watch import Observer
 
 
@@ -41,13 +47,39 @@ class LaunchWatch:
         return time.monotonic()
 
     def __enter__(self):
-        self.observer = Observer(self.emu, self.hosts, self.interval).__enter__()
+        topo, hosts = self.emu.topo, list(dict.fromkeys(self.hosts))
+        self.observer = Observer(self.emu, hosts, self.interval).__enter__()
+        try:
+            self.sockets = SocketSampler({h: self.emu.host(h).pid for h in hosts},
+                                         {nic.ip: h.name for h in topo.hosts.values() for nic in h.ports}).__enter__()
+        except BaseException:
+            self.observer.__exit__(None, None, None)
+            raise
+        self.placer, self.connections, self.paths = Placer(topo, self.emu.routing), {}, {}
         self.started = self.now()
-        self.monitor = Monitor(self.emu.topo, self.window, self.started, self.cadence, self.baseline)
+        # the monitor keeps this dict and sees the paths of connections found later
+        self.monitor = Monitor(topo, self.window, self.started, self.cadence, self.baseline, paths=self.paths)
         return self
 
     def __exit__(self, *exc):
+        self.sockets.__exit__(*exc)
         self.observer.__exit__(*exc)
+
+    def _number(self, key):
+        """The job's connection `key` (src host, sport, dst host, dport) as a peer number, its path
+        put in self.paths the first time it is seen."""
+        if key not in self.connections:
+            number = self.connections[key] = len(self.connections)
+            src, sport, dst, dport = key
+            path = self.placer.path(Connection(src, dst, sport, dport))
+            self.paths[0, number] = frozenset(self.emu.topo.link_at(node, port) for node, port in path)
+        return self.connections[key]
+
+    def resent(self, start, end):
+        """[[connection number, segments it retransmitted in (start, end]]] (monotonic)."""
+        before, after = self.sockets.at(start), self.sockets.at(end)
+        numbered = [(self._number(key), n - before.get(key, 0)) for key, n in after.items()]
+        return [[number, segments] for number, segments in numbered if segments > 0]
 
     @property
     def iterations(self):
@@ -62,8 +94,8 @@ class LaunchWatch:
                 continue
             start = min(end - seconds for seconds, end in steps) - offset
             end = max(end for _, end in steps) - offset
-            out.append({"start": start, "end": end, "timing": [{"start": start, "steps": [[start, end, None, None,
-                                                                                          False]]}]})
+            out.append({"start": start, "end": end, "timing": [{
+                "start": start, "steps": [[start, end, None, None, False]], "retrans": self.resent(start, end)}]})
         return out
 
     def alive(self):

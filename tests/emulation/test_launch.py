@@ -92,20 +92,37 @@ def ranks_with(marker):
     return found
 
 
-def test_the_monitor_names_a_slowed_link_under_a_launched_ddp_job_from_the_fabric_alone(emu):
+def _fault_under_ddp(emu, fault, fault_for):
+    """(the fault's row, its trace folder, the launched job) for `fault` under a small DDP job."""
     pytest.importorskip("torch")
     from testbed.experiments.launch_faults import run_fault
     launched = emu.launch(["python3", "examples/ddp_train.py", "--steps", "80", "--hidden", "1024"])
     try:
-        row, trace = run_fault(emu, launched, testbed.Fault.parse("slow-link:U1-L0:0.1@0"), fault_for=5)
+        row, trace = run_fault(emu, launched, testbed.Fault.parse(fault), fault_for=fault_for)
     finally:
         launched.stop()
+    return row, trace, launched
+
+
+def test_the_monitor_names_a_slowed_link_under_a_launched_ddp_job_from_the_fabric_alone(emu):
+    row, trace, launched = _fault_under_ddp(emu, "slow-link:U1-L0:0.1@0", 5)
     assert (row["found"], row["correct"]) == ("link-slow", True), row
     assert row["false_alarms"] == 0 and row["step_during_s"] > row["step_before_s"], row
     from testbed.faultbench import labels
     label, = labels.read(launched.folder / labels.FILE)
     assert (trace / "manifest.json").exists() and (label["kind"], label["expected_place"]) == ("slow-link", "L0-U1")
     assert label["end"] - label["start"] == pytest.approx(5, abs=0.5), label       # the fault's span, as it lasted
+
+
+def test_the_monitor_names_a_lossy_link_under_a_launched_ddp_job_from_its_hosts_retransmissions(emu):
+    # No queue grows at a lossy link: what names it is the job's connections that resent segments
+    # their peers had not received (probes.sockets), voted by their paths
+    from testbed.emulation.faults import loss_available
+    if not loss_available():
+        pytest.skip("random loss needs netem or nftables' egress hook")
+    row, _, _ = _fault_under_ddp(emu, "loss:U1-L0:0.05@0", 6)
+    assert (row["found"], row["correct"]) == ("link-slow", True), row
+    assert "segments retransmitted with no FIFO drop" in row["evidence"] and row["false_alarms"] == 0, row
 
 
 def test_a_program_that_reports_no_step_cannot_be_watched_and_says_how_to_report_one(emu):
