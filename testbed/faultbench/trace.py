@@ -127,6 +127,17 @@ class Trace:
     def baseline(self):
         return self.manifest["monitor"]["baseline_windows"]
 
+    @property
+    def warm_s(self):
+        """The end of the first windows, the ones the rules' baseline fills: a detector fitted on the
+        job's own start judges nothing before it."""
+        return self.cadence * (self.baseline + 1)
+
+    @property
+    def finished(self):
+        """The iterations that took time, in the order they ended."""
+        return sorted((it for it in self.iterations if it["end"] > it["start"]), key=lambda it: it["end"])
+
     def window(self, start, end):
         return window_of(self.iterations, self.queues, self.edges, self.marks, self.events, start, end)
 

@@ -12,8 +12,6 @@ a threshold of one e-fold of summed excess; ``fit`` chooses delta and threshold 
 (GRID)."""
 import math
 
-from river.drift import PageHinkley
-
 from testbed.faultbench.detectors.alarm import Alarm
 from testbed.faultbench.detectors.greyhound import slowest_rank
 
@@ -30,11 +28,11 @@ class Drift:
         self.delta, self.threshold = delta, threshold
 
     def detect(self, trace):
-        warm = trace.cadence * (trace.baseline + 1)         # the same first windows the rules' baseline fills
-        its = sorted((it for it in trace.iterations if it["end"] > it["start"]), key=lambda it: it["end"])
+        warm, its = trace.warm_s, trace.finished
         first = sum(1 for it in its if it["end"] <= warm)
         if first < 2 or first == len(its):
             return []
+        from river.drift import PageHinkley  # a second to import: only where it is scored, not every run
         test = PageHinkley(min_instances=first, delta=self.delta, threshold=self.threshold, mode="up")
         alarms = []
         for t, it in enumerate(its):

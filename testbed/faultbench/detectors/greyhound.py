@@ -11,7 +11,6 @@ shift and the hazard on a train split (GRID)."""
 import math
 
 import numpy as np
-from scipy.special import gammaln
 
 from testbed.faultbench.detectors.alarm import Alarm
 from testbed.fidelity.diagnosis import window_delays
@@ -23,6 +22,7 @@ MAX_RUN = 400            # run lengths kept (older ones carry no weight left)
 
 
 def student_t_logpdf(x, mu, scale2, nu):
+    from scipy.special import gammaln  # a third of a second to import: only where it is scored
     return (gammaln((nu + 1) / 2) - gammaln(nu / 2) - 0.5 * np.log(nu * math.pi * scale2)
             - (nu + 1) / 2 * np.log1p((x - mu) ** 2 / (nu * scale2)))
 
@@ -72,8 +72,7 @@ class Greyhound:
         self.shift, self.hazard = shift, hazard
 
     def detect(self, trace):
-        warm = trace.cadence * (trace.baseline + 1)         # the same first windows the rules' baseline fills
-        its = sorted((it for it in trace.iterations if it["end"] > it["start"]), key=lambda it: it["end"])
+        warm, its = trace.warm_s, trace.finished
         times = [(it["end"], math.log(it["end"] - it["start"])) for it in its]
         first = [x for t, x in times if t <= warm]
         if len(first) < 2 or len(first) == len(times):
