@@ -109,10 +109,11 @@ def add_trial_arguments(parser):
                         help="egress FIFO limit per link end, packets (default %(default)s)")
     parser.add_argument("--mtu", type=int, default=DEFAULT_MTU, help="MTU of every link (default %(default)s)")
     parser.add_argument("--kinds", default=",".join(KINDS),
-                        help="the kinds random faults are drawn from, comma-separated (default: all but loss; port-down"
-                             " only where NICs have two ports; loss: links between switches, any with netem)")
-    parser.add_argument("--two-at-once", type=int, default=0, metavar="N", help="of the --trials per fabric, N "
-                        "have a second fault of another kind from the same moment, apart from the first (default 0)")
+                        help="the kinds random faults are drawn from, comma-separated (default %(default)s; "
+                             "port-down only where NICs have two ports; loss: links between switches, any with netem)")
+    parser.add_argument("--two-at-once", type=int, default=0, metavar="N",
+                        help="of the --trials per fabric, N have a second fault of another kind from the same moment, "
+                             "apart from the first (default %(default)s)")
     parser.add_argument("--algorithm", default="ring", help="the allreduce the job runs (default %(default)s)")
     parser.add_argument("--bytes", type=int, default=256 << 10, help="allreduce message size (default %(default)s)")
     parser.add_argument("--before", type=float, default=3.0,
@@ -123,12 +124,14 @@ def add_trial_arguments(parser):
                              f"{HANG_LEAST:g} s to it, an --inject one all of it (default 5, or --fault-for if less)")
     parser.add_argument("--stall-limit", type=float, default=20.0,
                         help="seconds a rank waits for data before the job gives up (default %(default)s)")
-    parser.add_argument("--drift", type=float, default=0, help="a fault-free stretch of this many seconds per fabric "
-                        "with a second job's traffic starting and stopping: false alarms under drift (default 0)")
+    parser.add_argument("--drift", type=float, default=0,
+                        help="a fault-free stretch of this many seconds per fabric with a second job's traffic "
+                             "starting and stopping: false alarms under drift (default %(default)s)")
     parser.add_argument("--second-job", action="store_true", help="a second job's traffic comes and goes during every "
                         "trial, faulty or not: a confounder the faults are found through")
-    parser.add_argument("--straggler", type=float, default=0, help="a rank per fabric held at this share of the CPU "
-                        "it used, from the job's first second: slow from the start and no fault (default 0: none)")
+    parser.add_argument("--straggler", type=float, default=0,
+                        help="a rank per fabric held at this share of the CPU it used, from the job's first second: "
+                             "slow from the start and no fault (default %(default)s; 0: none)")
 
 
 @dataclass(frozen=True)

@@ -41,15 +41,21 @@ CLAIMS = (Claim("the testbed's rules find the strong faults of the test split, a
 # the test split of fault_localisation's former smoke (seed 97: one strong fault of each C4 class,
 # its slowed rank on a ring whose hashing collides, which barely costs the job, and a fault-free
 # trial), no train split: the claims read the test split alone
-SMOKE = ("--topology", "bigraph:2,8", "--train-trials", "0", "--train-fault-free", "0", "--trials", "4",
-         "--fault-free", "1", "--seed", "97", "--kinds", "slow-link,link-down,slow-rank,hang-rank",
-         "--before", "2", "--fault-for", "3")
+SMOKE = ("--topology", "bigraph:2,8", "--train-trials", "0", "--train-fault-free", "0", "--train-drift", "0",
+         "--trials", "4", "--fault-free", "1", "--seed", "97", "--kinds", "slow-link,link-down,slow-rank,hang-rank",
+         "--before", "2", "--fault-for", "3", "--drift", "0", "--two-at-once", "0", "--straggler", "0")
 CODE = (*EMULATION, "testbed/fidelity/diagnosis.py", "testbed/fidelity/monitor.py", "testbed/fidelity/windows.py",
         "testbed/experiments/fault_trials.py", "testbed/runs/watch.py", "testbed/emulation/faults.py",
         "testbed/faultbench/trace.py", "testbed/faultbench/labels.py", "testbed/faultbench/score.py",
         "testbed/faultbench/detectors/rules.py", "testbed/faultbench/detectors/greyhound.py",
         "testbed/faultbench/detectors/minder.py", "testbed/faultbench/detectors/drift.py",
         "testbed/faultbench/fit.py", "testbed/experiments/benchmark.py")
+# The default benchmark: every kind (loss too), a straggler on every fabric (slow from the start, no
+# fault), two faults at once in two trials of seven, and a second job coming and going over a
+# fault-free stretch of each fabric, so that the test split holds >= 15 minutes of fault-free time
+BENCHMARK = {"kinds": ",".join((*fault_localisation.KINDS, "loss")), "straggler": 0.5, "two_at_once": 2,
+             "drift": 270.0}
+TRAIN_DRIFT_S = 60.0
 
 
 def add_arguments(parser):
@@ -66,8 +72,12 @@ def add_arguments(parser):
                         help="the train split's faulty trials per fabric (default %(default)s)")
     parser.add_argument("--train-fault-free", type=int, default=1,
                         help="the train split's fault-free trials per fabric (default %(default)s)")
+    parser.add_argument("--train-drift", type=float, default=TRAIN_DRIFT_S,
+                        help="the train split's fault-free stretch per fabric under a second job, s (default "
+                             "%(default)s; --drift is the test split's)")
     add_seed_argument(parser, "the test split's draws (the train split's follow from it)")
     fault_localisation.add_trial_arguments(parser)
+    parser.set_defaults(**BENCHMARK)
 
 
 @dataclass
@@ -83,9 +93,10 @@ class Plan:
         return [topo for split in self.splits.values() for topo in split.fabrics]
 
 
-def split_args(args, seed, trials, fault_free):
+def split_args(args, seed, trials, fault_free, drift):
     """fault_localisation's options for one split: its own defaults, and the job's, fabrics' and
-    faults' options (``add_trial_arguments``) as given."""
+    faults' options (``add_trial_arguments``) as given, with the split's trials and drift (and at
+    most its trials with two faults at once)."""
     shared = argparse.ArgumentParser()
     fault_localisation.add_trial_arguments(shared)
     parser = argparse.ArgumentParser()
@@ -95,6 +106,7 @@ def split_args(args, seed, trials, fault_free):
     for action in shared._actions:
         if action.dest != "help":
             setattr(out, action.dest, getattr(args, action.dest))
+    out.drift, out.two_at_once = drift, min(args.two_at_once, trials)
     return out
 
 
@@ -111,16 +123,19 @@ def prepare(args):
                                "that kept traces: fault_localisation's)")
         splits_of(folder)                          # every trace and its labels checked, once
         return Plan({}, detectors, folder, None)
-    for option in ("trials", "fault_free", "train_trials", "train_fault_free"):
+    for option in ("trials", "fault_free", "train_trials", "train_fault_free", "train_drift"):
         if getattr(args, option) < 0:
             raise TestbedError(f"--{option.replace('_', '-')} must be at least 0 (got {getattr(args, option)})")
-    if args.trials + args.fault_free == 0:
-        raise TestbedError("the test split has no trials: give --trials or --fault-free of 1 or more")
+    if args.train_drift and not 60 <= args.train_drift <= 3600:
+        raise TestbedError(f"--train-drift must be 0 or 60 to 3600 s, for a second job to come and go (got "
+                           f"{args.train_drift:g})")
+    if args.trials + args.fault_free == 0 and not args.drift:
+        raise TestbedError("the test split has no trials: give --trials, --fault-free or --drift")
     seed = seed_of(args)
-    splits = {"test": fault_localisation.prepare(split_args(args, seed, args.trials, args.fault_free))}
-    if args.train_trials + args.train_fault_free:
+    splits = {"test": fault_localisation.prepare(split_args(args, seed, args.trials, args.fault_free, args.drift))}
+    if args.train_trials + args.train_fault_free or args.train_drift:
         splits = {"train": fault_localisation.prepare(split_args(args, train_seed(seed), args.train_trials,
-                                                                 args.train_fault_free)), **splits}
+                                                                 args.train_fault_free, args.train_drift)), **splits}
     return Plan(splits, detectors, None, seed, splits["test"].mtu)
 
 

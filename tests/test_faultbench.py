@@ -179,3 +179,18 @@ def test_fitting_chooses_the_grid_point_that_scores_best_on_train(written, tmp_p
     assert set(params) == set(Minder.GRID) and f1 == 1.0
     assert Minder(**params).detect(train[0][0])[0].place == "rank 2"
     assert fit(Rules, train) == ({}, None) and fit(Minder, []) == ({}, None)
+
+
+def test_the_default_benchmark_holds_every_kind_a_straggler_two_at_once_and_a_quarter_hour_fault_free():
+    import run_scenario
+    from scenarios import faultbench
+    plan = faultbench.prepare(run_scenario.parser().parse_args(["faultbench", "--seed", "5"]))
+    assert set(plan.splits) == {"train", "test"} and len(plan.splits["test"].runs) == 3
+    for name, split in plan.splits.items():
+        trials = [t for run in split.runs for t in run.trials]
+        assert all(run.straggler for run in split.runs)
+        assert sum(t.also is not None for t in trials) == 2 * len(split.runs)
+        assert sum(t.drift for t in trials) == len(split.runs) * (270 if name == "test" else 60)
+    kinds = {f.kind for run in plan.splits["test"].runs for t in run.trials for f in (t.fault, t.also) if f}
+    assert "loss" in kinds and {"slow-rank", "hang-rank", "slow-link"} <= kinds
+    assert sum(t.drift for run in plan.splits["test"].runs for t in run.trials) >= 13 * 60   # and the trials' own
