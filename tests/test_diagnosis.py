@@ -8,16 +8,18 @@ TOPO = LeafSpine(2, 2, 2)       # leaf0 (tb1), leaf1 (tb2), spine0 (tb3), spine1
 RATE = TOPO.links[0].bytes_per_s
 
 
-def ring_timing(ranks=4, steps=6, wire=0.01, cpu=0.0005, slow=None, slow_s=0.0, hang=None, hang_s=0.0):
-    """One Ring iteration's timing as ranks report it (programs.rank): rank r sends to r+1 once its
-    previous step ended (plus its CPU time), and its step ends when its own send is handed over and
-    its predecessor's message has crossed the wire. A slow rank takes slow_s longer before every
-    send; a hung one stops for hang_s before its send of step 2."""
-    ready = [0.0] * ranks
-    out = [{"start": 0.0, "steps": []} for _ in range(ranks)]
+def ring_timing(ranks=4, steps=6, wire=0.01, cpu=0.0005, slow=None, slow_s=0.0, hang=None, hang_s=0.0,
+                late=None, late_s=0.0, start=0.0):
+    """One Ring iteration's timing as ranks report it (programs.rank), from `start`: rank r sends to
+    r+1 once its previous step ended (plus its CPU time), and its step ends when its own send is
+    handed over and its predecessor's message has crossed the wire. A slow rank takes slow_s longer
+    before every send; a hung one stops for hang_s before its send of step 2, a late one for late_s
+    before its send of step 4."""
+    ready = [start] * ranks
+    out = [{"start": start, "steps": []} for _ in range(ranks)]
     for k in range(steps):
         sent = [ready[r] + cpu + (slow_s if r == slow else 0.0) + (hang_s if r == hang and k == 2 else 0.0)
-                for r in range(ranks)]
+                + (late_s if r == late and k == 4 else 0.0) for r in range(ranks)]
         for r in range(ranks):
             before = (r - 1) % ranks
             ready[r] = max(sent[r], sent[before] + wire)
@@ -159,6 +161,36 @@ def test_a_rank_that_sat_out_a_step_is_hung():
     after = window(ring_timing(hang=1, hang_s=3.0))
     found = diagnose(TOPO, window(), after)
     assert (found.kind, found.where) == ("rank-hung", "rank 1")
+
+
+def test_a_stragglers_stalls_half_as_long_again_are_its_own_variance_and_twice_as_long_a_slow_rank():
+    """Rank 1, held to a CPU quota since the job began, stalls 0.9 s an iteration (a straggler: no
+    fault). Its stalls vary with the quota's periods; only where they grew by as much as they were
+    is it named slow, where a rank with no stall before is named for far less."""
+    before = Window([ring_timing(hang=1, hang_s=0.9)] * 3, {}, [])
+    assert diagnose(TOPO, before, window(ring_timing(hang=1, hang_s=1.35))).kind == "none"
+    found = diagnose(TOPO, before, window(ring_timing(hang=1, hang_s=2.0)))
+    assert (found.kind, found.where) == ("rank-slow", "rank 1"), found
+
+
+def test_a_straggler_whose_iterations_outlast_a_window_becomes_the_jobs_normal():
+    """From its fifth iteration rank 1 stalls 0.9 s an iteration: iterations of 1.8 s, so every other
+    1 s window ends none. Those windows tell nothing of the ranks: they neither end the incident the
+    straggler's onset raised (which, standing, becomes the job's normal) nor push the timings of the
+    windows that held some out of the baseline, nor do the five of a pause between iterations (a
+    checkpoint). Nothing more is raised until rank 3 hangs 1.2 s once, named against its own
+    stalls before, not the straggler's."""
+    from testbed.fidelity.monitor import Monitor
+    iterations, t = [], 0.1
+    for k in range(45):
+        iterations.append(ring_timing(wire=0.15, hang=1, hang_s=0.9 if k >= 4 else 0.0, late=3,
+                                      late_s=1.2 if k == 35 else 0.0, start=t))
+        t = max(r["steps"][-1][1] for r in iterations[-1]) + (5.0 if k == 25 else 0.05)
+    ended = lambda it: max(r["steps"][-1][1] for r in it)
+    monitor = Monitor(TOPO, lambda a, b: Window([it for it in iterations if a < ended(it) <= b], {}, []), 0.0)
+    monitor.poll(t)
+    incidents = [(a.finding.kind, a.finding.where) for a in monitor.alarms if a.new]
+    assert incidents == [("rank-slow", "rank 1"), ("rank-hung", "rank 3")] and monitor.rebased == 1
 
 
 def test_a_watchs_window_holds_the_iterations_that_ended_in_it_and_its_samples_and_events(tmp_path):

@@ -495,3 +495,35 @@ def test_a_reaction_is_timed_from_the_fault_and_from_the_alarm_with_greyhound_s_
     text = "\n".join(fault_scores.summary_lines(rows, fl.KINDS, FOUND_KINDS))
     assert "fault to alarm median 1.50 s, alarm to reroute median 0.25 s (2 trial(s)" in text
     assert "1.58x throughput recovered" in text and "after it, of the window before the fault: 0.90, 0.80" in text
+
+
+def test_a_straggler_is_held_back_until_the_baseline_can_hold_only_its_slow_iterations():
+    """``held_back`` returns once BASELINE_WINDOWS + 1 iterations ended since the straggler was held
+    back and as many windows and one more passed: with 2 s iterations, ten seconds; with fast ones,
+    six windows; and at its limit where the job ends none."""
+    from types import SimpleNamespace
+
+    from testbed.fidelity.monitor import BASELINE_WINDOWS, CADENCE_S
+
+    class Watch:
+        def __init__(self, every):
+            self.clock, self.every = 100.0, every
+            self.monitor = SimpleNamespace(healthy=SimpleNamespace(maxlen=BASELINE_WINDOWS), cadence=CADENCE_S)
+
+        def now(self):
+            return self.clock
+
+        def alive(self):
+            return True
+
+        def wait(self, until):
+            self.clock = max(self.clock, until)
+
+        def ran(self, start, end):
+            first = int(start // self.every) + 1 if self.every else 0
+            return [] if not self.every else list(range(first, int(end // self.every) + 1))
+
+    for every, waited in ((2.0, 10.0), (0.3, CADENCE_S * (BASELINE_WINDOWS + 2)), (None, 60.0)):
+        watch = Watch(every)
+        fault_trials.held_back(watch)
+        assert watch.clock - 100.0 == pytest.approx(waited, abs=CADENCE_S / 4), every

@@ -48,8 +48,8 @@ def job_links(watch):
 def ready_job(emu, watch, straggler=None):
     """The links the job crosses (``job_links``), once a straggler (rank, share), if any, is held at
     `share` of the CPU it used over the job's first STRAGGLER_USE_S: slow from the start, as a rank
-    with more work than the others is (stage imbalance), and no fault. The monitor's baseline, filled
-    over the job's first windows, holds it."""
+    with more work than the others is (stage imbalance), and no fault; returned once the monitor's
+    baseline holds it alone (``held_back``)."""
     if straggler:
         rank, share = straggler
         pid, started = watch.rank_pids[rank], watch.now()
@@ -57,7 +57,19 @@ def ready_job(emu, watch, straggler=None):
         watch.wait(started + STRAGGLER_USE_S)
         use = (process_seconds(pid) - used) / (watch.now() - started)
         faults.CgroupLimit(emu.emulation.record, pid, max(faults.CgroupLimit.MIN_SHARE, round(use * share, 4))).apply()
+        held_back(watch)
     return job_links(watch)
+
+
+def held_back(watch, limit_s=60.0):
+    """Wait until the monitor's baseline can hold none of the iterations before the straggler was
+    held back: BASELINE_WINDOWS + 1 iterations and as many windows and one more since (its
+    iterations may outlast a window), at most `limit_s`."""
+    since, monitor = watch.now(), watch.monitor
+    count = monitor.healthy.maxlen + 1
+    while watch.alive() and watch.now() < since + limit_s and (
+            watch.now() < since + monitor.cadence * (count + 1) or len(watch.ran(since, watch.now())) < count):
+        watch.wait(watch.now() + monitor.cadence / 4)
 
 
 def job_fabric_links(topo, mode, algorithm, count, draw, port=7000):

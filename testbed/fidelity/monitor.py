@@ -2,7 +2,10 @@
 
 Windows of CADENCE_S follow one another on a grid that starts when the watch starts. When a window
 has ended, the detector (``fidelity.diagnosis``) compares it with the monitor's own baseline: the
-last BASELINE_WINDOWS windows that raised no alarm, taken together. A window the detector finds
+last BASELINE_WINDOWS windows that raised no alarm, taken together, and the ranks' timings of the
+last BASELINE_WINDOWS of those in which iterations ended (a job whose iterations outlast a window,
+as a straggler's do, ends none in some: a baseline of such windows held no timings, and every
+iteration after it stood out). A window the detector finds
 something in raises an alarm (its end, its span, the finding) and stays out of the baseline, so a
 fault that lasts keeps being compared with the job before it; a window that raises none joins the
 baseline, which so follows the job's drift; an undecided window (a queue grew too briefly to tell
@@ -72,6 +75,7 @@ class Monitor:
         self.paths = paths                # {(rank, peer): links its data crosses}, for lossy links; or None
         self.next = started
         self.healthy = deque(maxlen=baseline)
+        self.timed = deque(maxlen=baseline)   # the healthy windows in which iterations ended
         self.streak = []                  # (window, finding) of the alarm standing now
         self.alarms, self.judged, self.rebased = [], 0, 0
         self.undecided = []               # the ends of the windows left undecided
@@ -85,7 +89,7 @@ class Monitor:
             window = dataclasses.replace(self.window_of(*span), earlier=recent_events(self.events, span[0]),
                                          history=list(self.events))
             self.events += window.events
-            finding = diagnose(self.topo, merged(self.healthy), window, self.paths) \
+            finding = diagnose(self.topo, self.baseline(), window, self.paths) \
                 if len(self.healthy) == self.healthy.maxlen else None
             if finding is not None and finding.kind == UNDECIDED:
                 self.undecided.append(span[1])     # neither an alarm nor healthy: the next window tells
@@ -95,11 +99,12 @@ class Monitor:
                 raised.append(Alarm(span[1], span, finding, new))
                 self.streak.append((window, finding))
                 if len(self.streak) >= self.standing:
-                    self.healthy.extend(w for w, _ in self.streak[-self.healthy.maxlen:])
+                    self.keep(w for w, _ in self.streak[-self.healthy.maxlen:])
                     self.streak, self.rebased = [], self.rebased + 1
             else:
-                self.streak = []
-                self.healthy.append(window)
+                if window.timing or finding is None:
+                    self.streak = []       # iterations ended in it and raised nothing: the incident is over
+                self.keep([window])
                 marked = marking(self.topo, window) if finding is not None else {}
                 if marked:
                     self.congested.append((span[1], marked))
@@ -108,6 +113,17 @@ class Monitor:
             self.next = span[1]
         self.alarms += raised
         return raised
+
+    def keep(self, windows):
+        """Healthy `windows` into the baseline."""
+        for window in windows:
+            self.healthy.append(window)
+            if window.timing:
+                self.timed.append(window)
+
+    def baseline(self):
+        """The healthy windows merged, with the timings of those that held any."""
+        return dataclasses.replace(merged(self.healthy), timing=[it for w in self.timed for it in w.timing])
 
     def between(self, start, end):
         """The alarms raised by windows that ended in (start, end]."""
