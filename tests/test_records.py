@@ -169,6 +169,24 @@ def test_a_page_drawn_from_its_records_matches_them_and_goes_stale_where_its_pla
 
 
 @pytest.mark.skipif(records.git("rev-parse", "HEAD") is None, reason="needs the repository's history")
+def test_a_page_in_a_scenarios_folder_is_drawn_and_checked_as_its_page_is(kept):
+    """What else a scenario shows goes on pages in docs/scenarios/NAME/: their blocks are drawn
+    from the records and a figure typed over is found, as on the scenario's page."""
+    first = write_record(kept / "records", started="2026-11-25T10:00:00")
+    write_record(kept / "records", started="2026-11-26T18:00:00", headline={"longest path goodput/link": 0.97})
+    (kept / "pages" / "fabric_check").mkdir()
+    page = kept / "pages" / "fabric_check" / "more.md"
+    page.write_text(f"# more\n\n<!-- measured: {first} -->\nold\n<!-- /measured -->\n")
+    assert pages.pages_of("fabric_check") == [kept / "pages" / "fabric_check.md", page]
+    run_scenario.main(["--pages"])
+    text = page.read_text()
+    assert "longest path goodput/link 0.97" in text and pages.mismatches(SCENARIOS) == []
+    page.write_text(text.replace("0.97", "0.99", 1))
+    assert [(p, why) for p, _, why in pages.mismatches(SCENARIOS)] == \
+        [(pages.named(page), "the block is not what the record gives")]
+
+
+@pytest.mark.skipif(records.git("rev-parse", "HEAD") is None, reason="needs the repository's history")
 def test_a_change_to_the_code_half_marks_a_block_measured_with_older_code_not_stale(kept):
     path = write_record(kept / "records")
     page = kept / "pages" / "fabric_check.md"

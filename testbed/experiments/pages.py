@@ -21,6 +21,10 @@ where the claims at HEAD would judge the record's figures otherwise, the block s
 A record whose code half (``code_half``) differs from the tree's was measured with older code: its
 block says which files changed, and is not stale. A page whose blocks were measured on machines of
 different classes (datapath and calibration) says so at its top.
+
+A scenario's page (``docs/scenarios/NAME.md``) leads with its answer and its default run; what
+else the scenario's options show (a variant, another fabric, the VM's datapath) goes on pages of
+its own in ``docs/scenarios/NAME/``, whose blocks are drawn and checked the same way.
 """
 import os
 import re
@@ -262,6 +266,16 @@ def page_of(name):
     return PAGES / f"{name}.md"
 
 
+def pages_of(name):
+    """A scenario's page, then the pages in its folder (``docs/scenarios/NAME/``)."""
+    return [page_of(name), *sorted((PAGES / name).glob("*.md"))]
+
+
+def scenario_pages(names):
+    """(scenario, page) for every page of each of `names`."""
+    return [(name, page) for name in names for page in pages_of(name)]
+
+
 def options(parser, name):
     """A scenario's Options block: `run_scenario.py NAME --help` from its options on, at the pages' width."""
     sub = next(a for a in parser._actions if a.dest == "scenario").choices[name]
@@ -337,8 +351,7 @@ def refresh(scenarios, parser, names=None):
     refused."""
     kept = by_command(scenarios)
     report = {}
-    for name in names or scenarios:
-        page = page_of(name)
+    for name, page in scenario_pages(names or scenarios):
         text = OPTIONS.sub(options(parser, name).replace("\\", "\\\\"), page.read_text(), count=1)
         out, at, notes, classes = [], 0, [], []
         for match, path in blocks(text):
@@ -373,8 +386,7 @@ def stale(scenarios, parser):
     """[(page, record path, plan parts that differ, why, code files that differ, the command to run)]
     for every block that is stale or was measured with older code."""
     found = []
-    for name in scenarios:
-        page = page_of(name)
+    for _, page in scenario_pages(scenarios):
         for _, path in blocks(page.read_text()):
             rec = records.load(ROOT / path, scenarios)
             parts, why, older = staleness(rec, scenarios, parser)
@@ -389,8 +401,7 @@ def mismatches(scenarios):
     note on machine classes is not what its blocks' records give."""
     kept = by_command(scenarios)
     found = []
-    for name in scenarios:
-        page = page_of(name)
+    for name, page in scenario_pages(scenarios):
         text = page.read_text()
         classes = []
         for match, path in blocks(text):
