@@ -221,15 +221,15 @@ def test_a_run_given_an_option_hashes_the_code_that_option_brings_and_no_other_r
 def test_an_edit_to_the_detector_marks_the_fault_pages_and_no_other(monkeypatch):
     """What an edit to testbed/fidelity/diagnosis.py does to the kept pages: the pages that list it
     as measured with older code are those whose figures the detector decides, fault_localisation's
-    and faultbench's (whose rules detector it is) and launch's for its run with a fault (not its
-    runs without one), and no other."""
+    (its reacting run too) and faultbench's (whose rules detector it is) and launch's page of runs
+    with a fault (not its page of runs without one), and no other."""
     real = code_half.hash_text
     monkeypatch.setattr(code_half, "hash_text", lambda path, text: "edited" if path.endswith("diagnosis.py")
                         else real(path, text))
     touched = {page for page, _, _, _, older, _ in pages.stale(SCENARIOS, run_scenario.parser())
                if "testbed/fidelity/diagnosis.py" in older}
-    assert touched == {"docs/scenarios/fault_localisation.md", "docs/scenarios/faultbench.md",
-                       "docs/scenarios/launch.md"}
+    assert touched == {"docs/scenarios/fault_localisation.md", "docs/scenarios/fault_localisation/reacting.md",
+                       "docs/scenarios/faultbench.md", "docs/scenarios/launch/faults.md"}
 
 
 @pytest.mark.skipif(records.git("rev-parse", "HEAD") is None, reason="needs the repository's history")
