@@ -128,6 +128,16 @@ def test_a_queue_held_too_briefly_to_tell_its_drain_rate_is_undecided_even_with_
     assert diagnose(TOPO, window(queues=quiet_queues()), window(queues=queues)).kind == "link-slow"
 
 
+def test_a_hung_rank_is_named_where_the_backlog_it_held_drains_too_briefly_to_judge():
+    """A rank stops for 3 s: the windows it stalled carried no traffic, and as it comes back the
+    job's backlog queues at a port for under BUSY_LEAST_S. That queue alone is undecided; the
+    hang is no queue's doing and is named."""
+    queues = quiet_queues()
+    queues["tb1-eth3"] = backed_up(0.5, seconds=BUSY_LEAST_S - 0.1)
+    found = diagnose(TOPO, window(queues=quiet_queues()), window(ring_timing(hang=1, hang_s=3.0), queues=queues))
+    assert (found.kind, found.where) == ("rank-hung", "rank 1"), found
+
+
 def test_a_queue_that_was_already_there_is_not_a_fault():
     busy = quiet_queues()
     busy["tb1-eth3"] = backed_up(0.5)                                        # a slow link, before and after

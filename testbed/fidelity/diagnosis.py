@@ -465,10 +465,16 @@ def diagnose(topo, before, after, paths=None):
     evidence: port events, queues, a hung rank, retransmissions (where the job's `paths` are known:
     see ``loss_finding``), then the ranks' own timings; Finding('none') when nothing stands out,
     Finding(UNDECIDED) when a queue grew too briefly to judge (no finding yet: the next window tells)
-    or a rank's stall began while a link on its paths was out (``hang_finding``)."""
-    for rule in (lambda: port_finding(topo, before, after), lambda: queue_finding(topo, before, after),
-                 lambda: unless_recovering(hang_finding(before, after), topo, after, paths),
-                 lambda: loss_finding(topo, before, after, paths),
+    or a rank's stall began while a link on its paths was out (``hang_finding``). A hung rank is
+    named even where a queue grew too briefly to judge: the job's backlog drains as the rank comes
+    back, and the windows it stalled held no traffic to compare the queue with."""
+    queued = port_finding(topo, before, after) or queue_finding(topo, before, after)
+    if queued is not None and queued.kind != UNDECIDED:
+        return queued
+    hung = unless_recovering(hang_finding(before, after), topo, after, paths)
+    if hung is not None or queued is not None:
+        return hung or queued
+    for rule in (lambda: loss_finding(topo, before, after, paths),
                  lambda: unless_recovering(slow_finding(before, after), topo, after, paths)):
         finding = rule()
         if finding is not None:
