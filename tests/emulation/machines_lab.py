@@ -79,10 +79,13 @@ class Lab:
         public = host.export_public_key().decode().strip()
         (self.home / ".ssh" / "known_hosts").write_text("".join(f"{self.address(n)} {public}\n" for n in self.names))
         for name in self.names:
+            # its warnings (a newer cryptography's about DSA, at asyncssh's import) go to its log, not
+            # into the line that says it is ready
+            log = open(self.logs / f"ssh-{name}.log", "w")   # noqa: SIM115 (the server's while it runs)
             server = self.procs[name] = subprocess.Popen(
                 ["ip", "netns", "exec", PREFIX + name, sys.executable, "-m", "tests.emulation.ssh_server",
                  self.address(name), "22", str(self.logs / "host_key"), str(self.logs / "authorized_keys")],
-                cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                cwd=cwd, stdout=subprocess.PIPE, stderr=log, text=True)
             assert server.stdout.readline().strip() == "ready", f"the SSH server of {name} did not start"
 
     @property
