@@ -282,7 +282,7 @@ def measure(args, argv, module, plan, experiment, datapath, fingerprint, fitted=
         finally:
             if folder.path.is_dir():
                 version = ovs.version() if datapath else None
-                run_argv = argv + ["--rate", f"{fitted:g}"] if fitted is not None else argv
+                run_argv = records.with_options(argv, "--rate", f"{fitted:g}") if fitted is not None else argv
                 command = records.rerun(run_argv, getattr(plan, "seed", None))
                 report = markdown.write(folder, args.scenario, command, status, plan, options, datapath, version,
                                         transcript.text())

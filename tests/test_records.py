@@ -111,6 +111,15 @@ def test_a_record_keeps_the_command_that_reruns_it():
     assert records.rerun(["incast", "--results=/tmp/y"], None) == "run_scenario.py incast"
 
 
+def test_a_launched_programs_own_arguments_stay_its_own():
+    argv = ["launch", "--topology", "bigraph:2,4", "--record", "--", "python3", "job.py", "--seed", "3", "--record"]
+    assert records.command_key(argv) == ["launch", "--topology", "bigraph:2,4", "--", "python3", "job.py",
+                                         "--seed", "3", "--record"]
+    assert records.rerun(argv, 99, "--record") == ("run_scenario.py launch --topology bigraph:2,4 --seed 99 "
+                                                   "--record -- python3 job.py --seed 3 --record")
+    assert records.with_options(["launch", "--", "x"], "--rate", "20") == ["launch", "--rate", "20", "--", "x"]
+
+
 ONE_FLOW = Claim("one flow gets the link", "longest path goodput/link", at_least=0.9)
 
 
@@ -193,9 +202,11 @@ def test_a_change_to_the_code_half_marks_a_block_measured_with_older_code_not_st
     page.write_text(f"# fabric_check\n\n<!-- measured: {path} -->\nold\n<!-- /measured -->\n")
     data = json.loads(path.read_text())
     data["fingerprint"]["code"]["testbed/fidelity/fabric_check.py"] = "0" * 16    # as an edit since would
+    data["argv"] = ["fabric_check", "--results", "/tmp/x", "--record"]
     path.write_text(json.dumps(data))
     (found,) = pages.stale(SCENARIOS, run_scenario.parser())
     assert found[2] == [] and found[4] == ["testbed/fidelity/fabric_check.py"]
+    assert found[5] == "sudo python3 run_scenario.py fabric_check --record"     # the run as given, kept
     run_scenario.main(["--pages"])
     text = page.read_text()
     assert pages.OLDER in text and pages.STALE not in text and pages.mismatches(SCENARIOS) == []

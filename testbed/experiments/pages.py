@@ -384,7 +384,9 @@ def refresh(scenarios, parser, names=None):
 
 def stale(scenarios, parser):
     """[(page, record path, plan parts that differ, why, code files that differ, the command to run)]
-    for every block that is stale or was measured with older code."""
+    for every block that is stale or was measured with older code. The command is the run's as
+    given: a seed it was given stays (a page may show a draw chosen for what it shows), a seed it
+    drew is drawn afresh."""
     found = []
     for _, page in scenario_pages(scenarios):
         for _, path in blocks(page.read_text()):
@@ -392,7 +394,7 @@ def stale(scenarios, parser):
             parts, why, older = staleness(rec, scenarios, parser)
             if parts or older:
                 found.append((named(page), path, parts, why, older,
-                              f"sudo python3 {records.rerun(rec['key'], None)} --record"))
+                              "sudo python3 " + records.rerun(rec["argv"], None, "--record")))
     return found
 
 

@@ -67,10 +67,24 @@ def machine(datapath):
             if found else why}
 
 
+def split_program(argv):
+    """(the testbed's arguments, the launched program's from its "--" on): a program's own
+    options are never the testbed's."""
+    cut = argv.index("--") if "--" in argv else len(argv)
+    return list(argv[:cut]), list(argv[cut:])
+
+
+def with_options(argv, *options):
+    """argv with options added to the testbed's arguments, before a launched program's."""
+    ours, program = split_program(argv)
+    return [*ours, *options, *program]
+
+
 def without_location(argv):
     """argv less the options that say where the run writes or whether it keeps a record."""
+    ours, program = split_program(argv)
     out, skip = [], 0
-    for arg in argv:
+    for arg in ours:
         if skip:
             skip -= 1
             continue
@@ -79,36 +93,38 @@ def without_location(argv):
             skip = NOT_THE_RUN[name] if "=" not in arg else 0
             continue
         out.append(arg)
-    return out
+    return out + program
 
 
 def command_key(argv):
     """What a run was asked, for grouping records of the same command: its arguments less where
     it wrote and its seed."""
+    ours, program = split_program(without_location(argv))
     out, skip = [], False
-    for arg in without_location(argv):
+    for arg in ours:
         if skip:
             skip = False
         elif arg == "--seed":
             skip = True
         elif not arg.startswith("--seed="):
             out.append(arg)
-    return out
+    return out + program
 
 
-def rerun(argv, seed):
-    """The command that reruns the run exactly: its arguments, and the seed it drew if it drew one."""
+def rerun(argv, seed, *also):
+    """The command that reruns the run exactly: its arguments, and the seed it drew if it drew one;
+    also: options to add (``--record``)."""
     args = without_location(argv)
-    if seed is not None and not any(a == "--seed" or a.startswith("--seed=") for a in args):
-        args += ["--seed", str(seed)]
-    return "run_scenario.py " + shlex.join(args)
+    if seed is not None and not any(a == "--seed" or a.startswith("--seed=") for a in split_program(args)[0]):
+        args = with_options(args, "--seed", str(seed))
+    return "run_scenario.py " + shlex.join(with_options(args, *also))
 
 
 def make(scenario, argv, plan, fingerprint, experiment, status, code, datapath, ovs_version, fitted=None):
     """The record of a run that has ended (however it ended); fitted: the --rate a default was
     lowered to (emulation.fitting), which the command that reruns it names."""
     seed = getattr(plan, "seed", None)
-    command = rerun([*argv, "--rate", f"{fitted:g}"] if fitted is not None else argv, seed)
+    command = rerun(with_options(argv, "--rate", f"{fitted:g}") if fitted is not None else argv, seed)
     return {"format": FORMAT, "scenario": scenario, "command": command, "argv": list(argv),
             **({"fitted_rate": fitted} if fitted is not None else {}),
             "key": command_key(argv), "seed": seed, "started": experiment.results.started,
