@@ -43,11 +43,35 @@ def test_each_command_of_the_docs_is_accepted(page, command):
     assert SCENARIOS[args.scenario].prepare(args) is not None
 
 
-def test_links_between_the_pages_lead_to_files():
+def anchors(page):
+    """The anchors GitHub gives a page's headings."""
+    return {re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+            for heading in re.findall(r"^#+ (.+)$", page.read_text(), re.M)}
+
+
+def test_links_between_the_pages_lead_to_files_and_headings():
     for page in PAGES:
-        for target in re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", page.read_text()):
-            if not target.startswith("http"):
-                assert (page.parent / target).exists(), f"{page.relative_to(ROOT)}: {target}"
+        for target, anchor in re.findall(r"\]\(([^)#\s]*)(?:#([^)\s]*))?\)", page.read_text()):
+            if target.startswith("http"):
+                continue
+            linked = page.parent / target if target else page
+            assert linked.exists(), f"{page.relative_to(ROOT)}: {target}"
+            if anchor and linked.suffix == ".md":
+                assert anchor in anchors(linked), f"{page.relative_to(ROOT)}: {target}#{anchor}: no such heading"
+
+
+READING_WORDS = 1150     # five minutes at 230 words a minute
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_a_scenario_page_reads_in_five_minutes(name):
+    """What a reader reads of a page (its prose: not the measured blocks, folded details, code,
+    options or tables) stays short; the method's detail belongs in docs/design.md."""
+    text = (ROOT / "docs" / "scenarios" / f"{name}.md").read_text()
+    for folded in (r"<!-- measured:.*?<!-- /measured -->", r"<details>.*?</details>", r"```.*?```", r"<!--.*?-->"):
+        text = re.sub(folded, "", text, flags=re.S)
+    words = sum(len(line.split()) for line in text.splitlines() if not line.startswith(("|", "    ")))
+    assert words <= READING_WORDS, f"docs/scenarios/{name}.md: {words} words of prose, more than {READING_WORDS}"
 
 
 def test_every_measured_block_of_a_page_is_what_its_record_gives():
