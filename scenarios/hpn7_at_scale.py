@@ -10,6 +10,7 @@ the same code that predicts the emulated fabrics of hpn7_planes. Each draw runs 
 same 5-tuples; the figures are means over draws with 95% intervals, the gain of dual plane a paired
 ratio, printed beside what the paper reports.
 """
+import math
 import time
 from dataclasses import dataclass
 
@@ -194,12 +195,15 @@ def agreement(key, cmp):
     gain = cmp.gain
     if gain.n == 0 or gain.mean != gain.mean:
         return ""
-    if gain.lo > high:
+    spread = (gain.lo, gain.hi) if math.isfinite(gain.lo) and math.isfinite(gain.hi) else (gain.mean, gain.mean)
+    if spread[0] > high:
         said = "above the paper's range"
-    elif gain.hi < low:
+    elif spread[1] < low:
         said = "below the paper's range"
+    elif low <= gain.mean <= high:
+        said = "within the paper's range"
     else:
-        said = "within the paper's range" if low <= gain.mean <= high else "its interval meets the paper's range"
+        said = "outside the paper's range, its interval reaching it"
     return f"; the model's gain {100 * gain.mean:+.0f}% is {said} ({100 * low:+.1f}% to {100 * high:+.1f}%)"
 
 

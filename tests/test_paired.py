@@ -126,3 +126,14 @@ def test_two_runs_pair_row_by_row_on_their_key(tmp_path):
                  "--figure", "busbw_over_link"]) == 0
     with pytest.raises(SystemExit, match="no column 'nope'"):
         main([str(tmp_path / "a"), str(tmp_path / "b"), "--file", "t.csv", "--key", "case,nope", "--figure", "x"])
+
+
+def test_a_gain_alike_in_every_draw_is_placed_against_the_papers_range_by_its_value():
+    """The defect: hpn7_at_scale printed "the model's gain +100% is its interval meets the paper's
+    range" where every draw gave +100% (no interval: its ends are nan)."""
+    from scenarios.hpn7_at_scale import agreement
+    alike = Comparison("allreduce", ("single plane", "dual plane"), [(0.5, 1.0)] * 4)
+    assert math.isnan(alike.gain.lo) or alike.gain.lo == alike.gain.hi
+    assert "+100% is above the paper's range" in agreement("allreduce", alike)
+    inside = Comparison("allreduce", ("single plane", "dual plane"), [(1.0, 1.55), (1.0, 1.6), (1.0, 1.58)])
+    assert "is within the paper's range" in agreement("allreduce", inside)
